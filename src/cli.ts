@@ -1,0 +1,166 @@
+// The `deskbot` command: services, the virtual robot, and small tools.
+import { resolve } from 'node:path';
+import { parseArgs } from 'node:util';
+import { ConfigError, loadConfig } from './config/index.js';
+import { VirtualRobot } from './device/robot.js';
+import { isBinaryVersion } from './protocol/index.js';
+import { createLogger } from './util/log.js';
+import { VERSION } from './version.js';
+import { startVoiceServer } from './voice/server.js';
+
+const USAGE = `deskbot ${VERSION} — backend for a xiaozhi-protocol desk robot
+
+Usage:
+  deskbot start                 voice server + bridge + agent (embedded defaults)
+  deskbot voice                 the voice server only (WS :8000, HTTP :8003)
+  deskbot bridge                the bridge only (HTTP :8080)
+  deskbot agent                 the embedded ACP agent on stdio
+  deskbot robot [options]       the virtual robot: boots via OTA, connects, talks
+      --ota URL                 boot endpoint (default http://localhost:8003/device/ota/)
+      --device-id MAC           default: a random locally administered MAC
+      --protocol-version N      binary framing 1, 2 or 3 (default 1, or what OTA says)
+      --state-dir DIR           keep the robot's flash and identity here
+      --once                    exit after the handshake and MCP discovery
+  deskbot --version | --help
+
+Configuration: config/voice.yaml (VOICE_CONFIG) and environment variables; see README.`;
+
+export async function main(argv: string[]): Promise<number> {
+  const [command, ...rest] = argv;
+  try {
+    switch (command) {
+      case '--version':
+      case '-v':
+      case 'version':
+        console.log(VERSION);
+        return 0;
+      case undefined:
+      case '--help':
+      case '-h':
+      case 'help':
+        console.log(USAGE);
+        return 0;
+      case 'start':
+      case 'voice':
+        return await runVoice(command);
+      case 'bridge':
+      case 'agent':
+        console.error(`deskbot ${command}: this service is not in ${VERSION} yet; run "deskbot voice" for the voice server.`);
+        return 2;
+      case 'robot':
+        return await runRobot(rest);
+      default:
+        console.error(`deskbot: unknown command "${command}"\n\n${USAGE}`);
+        return 2;
+    }
+  } catch (error) {
+    if (error instanceof ConfigError) {
+      console.error(`deskbot: configuration error: ${error.message}`);
+      return 78;
+    }
+    throw error;
+  }
+}
+
+async function runVoice(command: string): Promise<number> {
+  const config = loadConfig();
+  const logger = createLogger('deskbot', config.log_level);
+  let voice: Awaited<ReturnType<typeof startVoiceServer>>;
+  try {
+    voice = await startVoiceServer(config, logger);
+  } catch (error) {
+    const e = error as NodeJS.ErrnoException;
+    if (e.code === 'EADDRINUSE') {
+      console.error(`deskbot: port already in use (${e.message}); set VOICE_WS_PORT / VOICE_HTTP_PORT to free ports`);
+      return 1;
+    }
+    throw error;
+  }
+  const host = config.server.bind_host === '0.0.0.0' ? 'localhost' : config.server.bind_host;
+  console.log(
+    [
+      `deskbot ${VERSION} (${command})`,
+      `  device WebSocket   ws://${host}:${voice.wsPort}/device/v1/`,
+      `  boot (OTA)         http://${host}:${voice.httpPort}/device/ota/`,
+      `  voice admin        http://${host}:${voice.httpPort}/device/admin/devices`,
+      `  data directory     ${resolve(config.data_dir)}`,
+      `  bridge, agent      not in this version yet`,
+      `  try it             npx deskbot robot --ota http://${host}:${voice.httpPort}/device/ota/`,
+    ].join('\n'),
+  );
+  await waitForSignal();
+  console.log('deskbot: shutting down');
+  await voice.close();
+  return 0;
+}
+
+async function runRobot(argv: string[]): Promise<number> {
+  const { values } = parseArgs({
+    args: argv,
+    options: {
+      ota: { type: 'string', default: 'http://localhost:8003/device/ota/' },
+      'device-id': { type: 'string' },
+      'protocol-version': { type: 'string' },
+      'state-dir': { type: 'string' },
+      once: { type: 'boolean', default: false },
+    },
+  });
+  const protocolVersion = values['protocol-version'] ? Number(values['protocol-version']) : undefined;
+  if (protocolVersion !== undefined && !isBinaryVersion(protocolVersion)) {
+    console.error('deskbot robot: --protocol-version must be 1, 2 or 3');
+    return 2;
+  }
+  const robot = new VirtualRobot({
+    otaUrl: values.ota,
+    ...(values['device-id'] ? { deviceId: values['device-id'] } : {}),
+    ...(protocolVersion ? { protocolVersion } : {}),
+    ...(values['state-dir'] ? { stateDir: values['state-dir'] } : {}),
+    retryBaseMs: 1000,
+    maxBootAttempts: 3,
+    log: (message, fields) => console.log(`robot: ${message}${fields ? ` ${JSON.stringify(fields)}` : ''}`),
+  });
+  console.log(`robot ${robot.deviceId}: booting from ${values.ota}`);
+  await robot.boot();
+  console.log(`robot: firmware ${robot.firmwareVersion} on ${robot.partition}; websocket ${robot.ota?.websocket?.url}`);
+  await robot.connect();
+  console.log(`robot: connected, session ${robot.sessionId}, binary protocol v${robot.protocolVersion}`);
+  robot.on('frame', (frame) => {
+    if (frame.type !== 'mcp') console.log(`robot <- ${JSON.stringify(frame)}`);
+  });
+  const discovered = await waitForDiscovery(robot, 10_000);
+  console.log(discovered ? `robot: MCP initialized; vision endpoint ${robot.vision.url}` : 'robot: no MCP initialize yet');
+  if (values.once) {
+    robot.disconnect();
+    return discovered ? 0 : 1;
+  }
+  robot.on('disconnected', (code) => console.log(`robot: disconnected (${code})`));
+  await waitForSignal();
+  robot.disconnect();
+  return 0;
+}
+
+/** MCP discovery ends with the server's second tools/list; wait until the vision URL arrived and the lists settled. */
+async function waitForDiscovery(robot: VirtualRobot, timeoutMs: number): Promise<boolean> {
+  const deadline = Date.now() + timeoutMs;
+  let lastListAt = 0;
+  robot.on('frame', (frame) => {
+    if (frame.type === 'mcp' && frame.payload.method === 'tools/list') lastListAt = Date.now();
+  });
+  while (Date.now() < deadline) {
+    if (robot.vision.url && lastListAt && Date.now() - lastListAt > 300) return true;
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  return Boolean(robot.vision.url);
+}
+
+function waitForSignal(): Promise<void> {
+  return new Promise((resolveSignal) => {
+    const done = () => {
+      process.off('SIGINT', done);
+      process.off('SIGTERM', done);
+      resolveSignal();
+    };
+    process.once('SIGINT', done);
+    process.once('SIGTERM', done);
+  });
+}

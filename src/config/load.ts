@@ -1,0 +1,109 @@
+// YAML file + environment → one validated Config. Environment wins over the file, the file over defaults.
+import { existsSync, readFileSync } from 'node:fs';
+import { resolve } from 'node:path';
+import { parse as parseYaml } from 'yaml';
+import type { z } from 'zod';
+import { type Config, configSchema } from './schema.js';
+
+export class ConfigError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'ConfigError';
+  }
+}
+
+type Env = Record<string, string | undefined>;
+
+/** Env variable → config path and how to read it. SPEC/DESIGN names are kept as they are. */
+const ENV_MAP: Array<[string, string[], 'int' | 'string' | 'bool']> = [
+  ['DATA_DIR', ['data_dir'], 'string'],
+  ['LOG_LEVEL', ['log_level'], 'string'],
+  ['BIND_HOST', ['server', 'bind_host'], 'string'],
+  ['VOICE_WS_PORT', ['server', 'ws_port'], 'int'],
+  ['VOICE_HTTP_PORT', ['server', 'http_port'], 'int'],
+  ['VOICE_WS_URL', ['server', 'websocket'], 'string'],
+  ['PUBLIC_HOST', ['server', 'public_host'], 'string'],
+  ['WS_AUTH', ['auth', 'enabled'], 'bool'],
+  ['WS_AUTH_SECRET', ['auth', 'secret'], 'string'],
+  ['ACTIVATION_HMAC_KEY', ['activation', 'hmac_key'], 'string'],
+];
+
+export interface LoadOptions {
+  env?: Env;
+  /** Explicit YAML path; else VOICE_CONFIG, else config/voice.yaml when it exists. */
+  file?: string;
+  /** Extra values applied last (tests, CLI flags). */
+  overrides?: Record<string, unknown>;
+}
+
+export function loadConfig(options: LoadOptions = {}): Config {
+  const env = options.env ?? process.env;
+  const file = options.file ?? env.VOICE_CONFIG ?? 'config/voice.yaml';
+  let raw: Record<string, unknown> = {};
+  const explicit = Boolean(options.file ?? env.VOICE_CONFIG);
+  if (existsSync(file)) {
+    try {
+      raw = (parseYaml(readFileSync(file, 'utf8')) as Record<string, unknown> | null) ?? {};
+    } catch (error) {
+      throw new ConfigError(`${resolve(file)}: not valid YAML: ${(error as Error).message}`);
+    }
+  } else if (explicit) {
+    throw new ConfigError(`config file ${resolve(file)} does not exist (set by VOICE_CONFIG)`);
+  }
+  for (const [name, path, kind] of ENV_MAP) {
+    const value = env[name];
+    if (value === undefined || value === '') continue;
+    setPath(raw, path, readEnv(name, value, kind));
+  }
+  if (options.overrides) deepMerge(raw, options.overrides);
+  return parseConfig(raw);
+}
+
+export function parseConfig(raw: unknown): Config {
+  const parsed = configSchema.safeParse(raw);
+  if (!parsed.success) throw new ConfigError(describeIssues(parsed.error));
+  return parsed.data;
+}
+
+function describeIssues(error: z.ZodError): string {
+  return error.issues
+    .map((issue) => {
+      const key = issue.path.join('.') || '(root)';
+      const allowed = 'values' in issue && Array.isArray(issue.values) ? ` (allowed: ${issue.values.join(', ')})` : '';
+      return `config key "${key}": ${issue.message}${allowed}`;
+    })
+    .join('; ');
+}
+
+function readEnv(name: string, value: string, kind: 'int' | 'string' | 'bool'): unknown {
+  if (kind === 'string') return value;
+  if (kind === 'bool') {
+    if (/^(1|true|yes|on)$/i.test(value)) return true;
+    if (/^(0|false|no|off)$/i.test(value)) return false;
+    throw new ConfigError(`env ${name}="${value}" is not a boolean (allowed: true, false, 1, 0)`);
+  }
+  if (!/^\d+$/.test(value)) throw new ConfigError(`env ${name}="${value}" is not a whole number`);
+  return Number(value);
+}
+
+function setPath(target: Record<string, unknown>, path: string[], value: unknown): void {
+  let node = target;
+  for (const key of path.slice(0, -1)) {
+    const next = node[key];
+    if (typeof next !== 'object' || next === null) node[key] = {};
+    node = node[key] as Record<string, unknown>;
+  }
+  node[path[path.length - 1]!] = value;
+}
+
+function deepMerge(target: Record<string, unknown>, source: Record<string, unknown>): void {
+  for (const [key, value] of Object.entries(source)) {
+    const existing = target[key];
+    if (isPlainObject(value) && isPlainObject(existing)) deepMerge(existing, value);
+    else target[key] = value;
+  }
+}
+
+function isPlainObject(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
+}

@@ -1,0 +1,4 @@
+export * from './binary.js';
+export * from './frames.js';
+export * from './mcp.js';
+export * from './ota.js';

@@ -1,0 +1,40 @@
+// The one error shape of every HTTP route (DESIGN §2): {"error":{"code":"snake_case","message":"…"}}.
+export class HttpError extends Error {
+  constructor(
+    readonly status: number,
+    readonly code: string,
+    message: string,
+  ) {
+    super(message);
+    this.name = 'HttpError';
+  }
+}
+
+export interface ErrorBody {
+  error: { code: string; message: string };
+}
+
+export function errorBody(code: string, message: string): ErrorBody {
+  return { error: { code, message } };
+}
+
+/** Maps whatever a route threw (ours, fastify's, a bug) to a status and the error shape. Never a stack trace. */
+export function toHttpError(error: unknown): HttpError {
+  if (error instanceof HttpError) return error;
+  const e = error as { statusCode?: number; code?: string; message?: string };
+  const status = typeof e?.statusCode === 'number' ? e.statusCode : 500;
+  if (status === 413) return new HttpError(413, 'body_too_large', 'request body is larger than this route accepts');
+  if (status === 415) {
+    return new HttpError(415, 'unsupported_media_type', 'send the body as application/json');
+  }
+  if (e?.code === 'FST_ERR_CTP_EMPTY_JSON_BODY') {
+    return new HttpError(400, 'empty_body', 'the JSON body is empty');
+  }
+  if (e?.code === 'FST_ERR_CTP_INVALID_JSON_BODY' || (status === 400 && /JSON/i.test(e?.message ?? ''))) {
+    return new HttpError(400, 'malformed_json', 'the body is not valid JSON');
+  }
+  if (status >= 400 && status < 500) {
+    return new HttpError(status, 'bad_request', e?.message ?? 'bad request');
+  }
+  return new HttpError(500, 'internal_error', 'internal error; see the server log');
+}

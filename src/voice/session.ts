@@ -1,0 +1,262 @@
+// One connected device: the hello handshake, MCP discovery, frame validation and routing.
+// It owns no conversation logic; the turn pipeline listens to its events.
+import { randomBytes, randomUUID } from 'node:crypto';
+import { EventEmitter } from 'node:events';
+import type { RawData, WebSocket } from 'ws';
+import {
+  type BinaryVersion,
+  type DeviceHello,
+  type EventFrame,
+  decodeBinary,
+  encodeBinary,
+  encodeFrame,
+  type ListenFrame,
+  McpClient,
+  type McpTool,
+  PAYLOAD_JSON,
+  parseDeviceFrame,
+  type ServerFrame,
+} from '../protocol/index.js';
+import { type Logger, ThrottledLog } from '../util/log.js';
+import type { RegisteredDevice } from './registry.js';
+
+export interface ConnectInfo {
+  deviceId: string;
+  clientId: string;
+  binaryVersion: BinaryVersion;
+  remoteAddress: string;
+}
+
+export interface SessionOptions {
+  logger: Logger;
+  serverVersion: string;
+  /** Where the device's camera posts photos, handed over in MCP initialize. */
+  visionUrl: string;
+  helloTimeoutMs: number;
+  idleTimeoutMs: number;
+  maxFrameBytes: number;
+  mcpTimeoutMs: number;
+  /** Downlink audio parameters announced in the server hello; must match what we encode. */
+  downlinkSampleRate: number;
+  downlinkFrameMs: number;
+  /** Above this many bytes queued in the socket, audio is dropped rather than buffered without bound. */
+  maxBufferedBytes?: number;
+}
+
+export interface SessionEvents {
+  hello: [DeviceHello];
+  /** MCP initialize and the full tools/list have completed. */
+  ready: [McpTool[]];
+  listen: [ListenFrame];
+  abort: [string | undefined];
+  audio: [Uint8Array, number];
+  event: [EventFrame];
+  closed: [];
+}
+
+export interface SessionStats {
+  textFrames: number;
+  audioFrames: number;
+  rejectedFrames: number;
+  droppedAudioOut: number;
+}
+
+export class DeviceSession extends EventEmitter<SessionEvents> implements RegisteredDevice {
+  readonly sessionId = randomUUID();
+  readonly connectedAt = Date.now();
+  readonly visionToken = randomBytes(16).toString('hex');
+  readonly mcp: McpClient;
+  readonly stats: SessionStats = { textFrames: 0, audioFrames: 0, rejectedFrames: 0, droppedAudioOut: 0 };
+  hello: DeviceHello | undefined;
+  tools: McpTool[] = [];
+  userTools: McpTool[] = [];
+  private mcpStarted = false;
+  private closed = false;
+  private helloTimer: NodeJS.Timeout | undefined;
+  private idleTimer: NodeJS.Timeout | undefined;
+  private readonly log: Logger;
+  private readonly badFrameLog: ThrottledLog;
+
+  constructor(
+    private readonly socket: WebSocket,
+    readonly info: ConnectInfo,
+    private readonly options: SessionOptions,
+  ) {
+    super();
+    this.log = options.logger.child({ device: info.deviceId, session: this.sessionId });
+    this.badFrameLog = new ThrottledLog(this.log);
+    this.mcp = new McpClient({
+      send: (payload) => this.sendJson({ type: 'mcp', session_id: this.sessionId, payload }),
+      timeoutMs: options.mcpTimeoutMs,
+      onNotification: (method) => this.log.debug({ method }, 'device MCP notification'),
+    });
+    socket.on('message', (data, isBinary) => this.onMessage(data, isBinary));
+    socket.on('close', (code, reason) => this.onClose(code, reason.toString()));
+    socket.on('error', (error) => this.log.warn({ err: error.message }, 'device socket error'));
+    this.helloTimer = setTimeout(() => {
+      this.log.warn({ timeoutMs: options.helloTimeoutMs }, 'device sent no hello; closing');
+      this.close(4000, 'no hello');
+    }, options.helloTimeoutMs);
+    this.resetIdleTimer();
+  }
+
+  get deviceId(): string {
+    return this.info.deviceId;
+  }
+
+  get isClosed(): boolean {
+    return this.closed;
+  }
+
+  sendJson(frame: ServerFrame): boolean {
+    if (this.closed || this.socket.readyState !== this.socket.OPEN) return false;
+    this.socket.send(encodeFrame(frame));
+    return true;
+  }
+
+  /** Sends one Opus packet in the negotiated binary framing. Returns false when it was dropped. */
+  sendAudio(opus: Uint8Array, timestampMs = 0): boolean {
+    if (this.closed || this.socket.readyState !== this.socket.OPEN) return false;
+    if (this.socket.bufferedAmount > (this.options.maxBufferedBytes ?? 1 << 20)) {
+      this.stats.droppedAudioOut++;
+      return false;
+    }
+    this.socket.send(encodeBinary(this.info.binaryVersion, opus, { timestampMs }), { binary: true });
+    return true;
+  }
+
+  close(code = 1000, reason = 'closing'): void {
+    if (this.socket.readyState === this.socket.OPEN || this.socket.readyState === this.socket.CONNECTING) {
+      this.socket.close(code, reason);
+      // A peer that never answers the Close handshake must not keep the session alive.
+      setTimeout(() => this.socket.terminate(), 2000).unref();
+    }
+    this.onClose(code, reason);
+  }
+
+  private onMessage(data: RawData, isBinary: boolean): void {
+    try {
+      this.resetIdleTimer();
+      const bytes = toBytes(data);
+      if (bytes.length > this.options.maxFrameBytes) {
+        this.reject('oversized_frame', `frame of ${bytes.length} bytes exceeds ${this.options.maxFrameBytes}`);
+        return;
+      }
+      if (!isBinary) {
+        this.handleText(Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength).toString('utf8'));
+        return;
+      }
+      const packet = decodeBinary(this.info.binaryVersion, bytes);
+      if (packet.payloadType === PAYLOAD_JSON) {
+        this.handleText(Buffer.from(packet.payload).toString('utf8'));
+        return;
+      }
+      this.stats.audioFrames++;
+      this.emit('audio', packet.payload, packet.timestampMs);
+    } catch (error) {
+      const e = error as { code?: string; message?: string };
+      this.reject(e.code ?? 'frame_error', e.message ?? String(error));
+    }
+  }
+
+  private handleText(text: string): void {
+    const result = parseDeviceFrame(text);
+    if (result.kind === 'error') {
+      this.reject(result.code, result.message);
+      return;
+    }
+    if (result.kind === 'unknown') {
+      this.log.debug({ type: result.type }, 'ignoring frame of unknown type');
+      return;
+    }
+    this.stats.textFrames++;
+    const frame = result.frame;
+    switch (frame.type) {
+      case 'hello':
+        this.onHello(frame);
+        break;
+      case 'mcp':
+        if (!this.mcp.handleMessage(frame.payload)) this.log.debug('unmatched MCP payload ignored');
+        break;
+      case 'listen':
+        this.emit('listen', frame);
+        break;
+      case 'abort':
+        this.emit('abort', frame.reason);
+        break;
+      case 'event':
+        this.emit('event', frame);
+        break;
+    }
+  }
+
+  private onHello(frame: DeviceHello): void {
+    clearTimeout(this.helloTimer);
+    this.hello = frame;
+    this.sendJson({
+      type: 'hello',
+      transport: 'websocket',
+      session_id: this.sessionId,
+      audio_params: {
+        format: 'opus',
+        sample_rate: this.options.downlinkSampleRate,
+        channels: 1,
+        frame_duration: this.options.downlinkFrameMs,
+      },
+    });
+    this.log.info({ version: frame.version, features: frame.features }, 'device hello answered');
+    this.emit('hello', frame);
+    if (frame.features?.mcp && !this.mcpStarted) {
+      this.mcpStarted = true;
+      void this.discoverTools();
+    }
+  }
+
+  private async discoverTools(): Promise<void> {
+    try {
+      await this.mcp.initialize(
+        { vision: { url: this.options.visionUrl, token: this.visionToken } },
+        this.options.serverVersion,
+      );
+      this.tools = await this.mcp.listTools(false);
+      const all = await this.mcp.listTools(true);
+      const regular = new Set(this.tools.map((tool) => tool.name));
+      this.userTools = all.filter((tool) => !regular.has(tool.name));
+      this.log.info({ tools: this.tools.length, userTools: this.userTools.length }, 'device MCP tools discovered');
+      this.emit('ready', this.tools);
+    } catch (error) {
+      if (!this.closed) this.log.warn({ err: (error as Error).message }, 'device MCP discovery failed');
+    }
+  }
+
+  private reject(code: string, message: string): void {
+    this.stats.rejectedFrames++;
+    this.badFrameLog.warn({ code }, `rejected device frame: ${message}`);
+  }
+
+  private resetIdleTimer(): void {
+    clearTimeout(this.idleTimer);
+    if (this.closed) return;
+    this.idleTimer = setTimeout(() => {
+      this.log.info({ idleMs: this.options.idleTimeoutMs }, 'device idle; closing');
+      this.close(4002, 'idle');
+    }, this.options.idleTimeoutMs);
+  }
+
+  private onClose(code: number, reason: string): void {
+    if (this.closed) return;
+    this.closed = true;
+    clearTimeout(this.helloTimer);
+    clearTimeout(this.idleTimer);
+    this.mcp.close('device disconnected');
+    this.log.info({ code, reason }, 'device disconnected');
+    this.emit('closed');
+    this.removeAllListeners();
+  }
+}
+
+function toBytes(data: RawData): Uint8Array {
+  if (Array.isArray(data)) return Buffer.concat(data);
+  if (data instanceof ArrayBuffer) return new Uint8Array(data);
+  return data;
+}

@@ -1,0 +1,108 @@
+// The device WebSocket listener: path check, upgrade headers (any case, query-string fallback for
+// browser clients), binary version negotiation and token check — all before the 101 — then a session.
+import { createServer, type IncomingMessage, type Server } from 'node:http';
+import type { Duplex } from 'node:stream';
+import { WebSocketServer } from 'ws';
+import { isBinaryVersion, normaliseDeviceId } from '../protocol/index.js';
+import type { Logger } from '../util/log.js';
+import { verifyDeviceToken } from './device-token.js';
+import type { ConnectInfo } from './session.js';
+
+export const DEVICE_WS_PATH = /^\/device\/v1\/?$/;
+/** Hard cap at the WebSocket layer; the session drops (and logs) anything above its own smaller limit. */
+const WS_MAX_PAYLOAD_BYTES = 4 * 1024 * 1024;
+
+export interface WsListenerOptions {
+  logger: Logger;
+  /** When set, upgrades must carry a valid per-device token (DESIGN §3). */
+  authSecret?: string;
+  onConnection: (socket: import('ws').WebSocket, info: ConnectInfo, request: IncomingMessage) => void;
+}
+
+export type UpgradeDecision =
+  | { ok: true; info: ConnectInfo }
+  | { ok: false; status: number; code: string; message: string };
+
+/** Decides on an upgrade request from its URL and headers alone (pure, so it is tested by table). */
+export function decideUpgrade(request: IncomingMessage, authSecret?: string, nowMs = Date.now()): UpgradeDecision {
+  const url = new URL(request.url ?? '/', 'http://device.invalid');
+  if (!DEVICE_WS_PATH.test(url.pathname)) {
+    return { ok: false, status: 404, code: 'not_found', message: `no WebSocket endpoint at ${url.pathname}` };
+  }
+  const field = (header: string, ...queryNames: string[]): string | undefined => {
+    const value = request.headers[header];
+    if (typeof value === 'string' && value !== '') return value;
+    for (const name of queryNames) {
+      const fromQuery = url.searchParams.get(name);
+      if (fromQuery) return fromQuery;
+    }
+    return undefined;
+  };
+  const rawDeviceId = field('device-id', 'device-id', 'device_id');
+  if (!rawDeviceId) {
+    return { ok: false, status: 400, code: 'missing_device_id', message: 'Device-Id header is required' };
+  }
+  const deviceId = normaliseDeviceId(rawDeviceId);
+  if (!deviceId) {
+    return { ok: false, status: 400, code: 'bad_device_id', message: 'Device-Id must be a MAC like aa:bb:cc:dd:ee:ff' };
+  }
+  const rawVersion = field('protocol-version', 'protocol-version', 'protocol_version') ?? '1';
+  const binaryVersion = Number(rawVersion);
+  if (!isBinaryVersion(binaryVersion)) {
+    return {
+      ok: false,
+      status: 400,
+      code: 'unsupported_protocol_version',
+      message: `Protocol-Version ${rawVersion} is not supported (allowed: 1, 2, 3)`,
+    };
+  }
+  if (authSecret) {
+    const auth = field('authorization', 'authorization') ?? (url.searchParams.get('token') ? `Bearer ${url.searchParams.get('token')}` : '');
+    const token = auth.replace(/^Bearer\s+/i, '');
+    if (!token) return { ok: false, status: 401, code: 'missing_token', message: 'Authorization: Bearer <token> is required' };
+    const check = verifyDeviceToken(authSecret, token, deviceId, nowMs);
+    if (!check.ok) return { ok: false, status: 401, code: `token_${check.reason}`, message: `device token refused: ${check.reason}` };
+  }
+  return {
+    ok: true,
+    info: {
+      deviceId,
+      clientId: field('client-id', 'client-id', 'client_id') ?? '',
+      binaryVersion,
+      remoteAddress: request.socket.remoteAddress ?? '',
+    },
+  };
+}
+
+export function createWsListener(options: WsListenerOptions): Server {
+  const wss = new WebSocketServer({ noServer: true, maxPayload: WS_MAX_PAYLOAD_BYTES, perMessageDeflate: false });
+  const server = createServer((_req, res) => {
+    res.writeHead(426, { 'content-type': 'application/json', upgrade: 'websocket' });
+    res.end(JSON.stringify({ error: { code: 'upgrade_required', message: 'connect with a WebSocket to /device/v1/' } }));
+  });
+  server.on('upgrade', (request: IncomingMessage, socket: Duplex, head: Buffer) => {
+    socket.on('error', () => socket.destroy());
+    const decision = decideUpgrade(request, options.authSecret);
+    if (!decision.ok) {
+      options.logger.warn({ code: decision.code, url: request.url, remote: request.socket.remoteAddress }, decision.message);
+      refuse(socket, decision.status, decision.code, decision.message);
+      return;
+    }
+    wss.handleUpgrade(request, socket, head, (ws) => {
+      // The device can vanish without a Close frame; TCP keepalive lets the kernel notice.
+      request.socket.setKeepAlive(true, 30_000);
+      request.socket.setNoDelay(true);
+      options.onConnection(ws, decision.info, request);
+    });
+  });
+  server.on('close', () => wss.close());
+  return server;
+}
+
+function refuse(socket: Duplex, status: number, code: string, message: string): void {
+  const body = JSON.stringify({ error: { code, message } });
+  const reason = { 400: 'Bad Request', 401: 'Unauthorized', 404: 'Not Found' }[status] ?? 'Error';
+  socket.end(
+    `HTTP/1.1 ${status} ${reason}\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,
+  );
+}
