@@ -17,7 +17,11 @@ const say = (message) => {
 export const DEBIAN_PACKAGES = [];
 
 function run(command, args, options = {}) {
-  const result = spawnSync(command, args, { cwd: root, stdio: quiet ? ['ignore', 'ignore', 'inherit'] : 'inherit', ...options });
+  const result = spawnSync(command, args, {
+    cwd: root,
+    stdio: quiet ? ['ignore', 'ignore', 'inherit'] : 'inherit',
+    ...options,
+  });
   if (result.status !== 0) {
     console.error(`[setup] ${command} ${args.join(' ')} failed (exit ${result.status})`);
     process.exit(result.status ?? 1);
@@ -51,7 +55,7 @@ if (!existsSync(installedMarker) || mtime(join(root, 'package-lock.json')) > mti
 
 // 2. Debian packages
 const missing = DEBIAN_PACKAGES.filter((name) => {
-  const probe = spawnSync('dpkg-query', ['-W', '-f=${Status}', name], { encoding: 'utf8' });
+  const probe = spawnSync('dpkg-query', ['-W', `-f=$${'{'}Status}`, name], { encoding: 'utf8' });
   return !probe.stdout?.includes('install ok installed');
 });
 if (missing.length > 0) {
@@ -62,16 +66,27 @@ if (missing.length > 0) {
     run('apt-get', ['update', '-qq'], { env });
     run('apt-get', ['install', '-y', '-qq', '--no-install-recommends', ...missing], { env });
   } else {
-    console.error(`[setup] missing Debian packages; install them with:\n  sudo apt-get install -y ${missing.join(' ')}`);
+    console.error(
+      `[setup] missing Debian packages; install them with:\n  sudo apt-get install -y ${missing.join(' ')}`,
+    );
     process.exit(1);
   }
 }
 
 // 3. TypeScript build
 const stamp = join(root, 'dist', '.build-stamp');
-const sources = Math.max(newestIn(join(root, 'src')), newestIn(join(root, 'bench')), mtime(join(root, 'tsconfig.json')), mtime(join(root, 'tsconfig.build.json')));
+const sources = Math.max(
+  newestIn(join(root, 'src')),
+  newestIn(join(root, 'bench')),
+  mtime(join(root, 'tsconfig.json')),
+  mtime(join(root, 'tsconfig.build.json')),
+);
 if (sources > mtime(stamp)) {
   say('building TypeScript');
-  run(process.execPath, [join(root, 'node_modules', 'typescript', 'bin', 'tsc'), '-p', 'tsconfig.build.json']);
+  run(process.execPath, [
+    join(root, 'node_modules', 'typescript', 'bin', 'tsc'),
+    '-p',
+    'tsconfig.build.json',
+  ]);
   writeFileSync(stamp, new Date().toISOString());
 }

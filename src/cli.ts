@@ -45,7 +45,9 @@ export async function main(argv: string[]): Promise<number> {
         return await runVoice(command);
       case 'bridge':
       case 'agent':
-        console.error(`deskbot ${command}: this service is not in ${VERSION} yet; run "deskbot voice" for the voice server.`);
+        console.error(
+          `deskbot ${command}: this service is not in ${VERSION} yet; run "deskbot voice" for the voice server.`,
+        );
         return 2;
       case 'robot':
         return await runRobot(rest);
@@ -71,7 +73,9 @@ async function runVoice(command: string): Promise<number> {
   } catch (error) {
     const e = error as NodeJS.ErrnoException;
     if (e.code === 'EADDRINUSE') {
-      console.error(`deskbot: port already in use (${e.message}); set VOICE_WS_PORT / VOICE_HTTP_PORT to free ports`);
+      console.error(
+        `deskbot: port already in use (${e.message}); set VOICE_WS_PORT / VOICE_HTTP_PORT to free ports`,
+      );
       return 1;
     }
     throw error;
@@ -121,14 +125,20 @@ async function runRobot(argv: string[]): Promise<number> {
   });
   console.log(`robot ${robot.deviceId}: booting from ${values.ota}`);
   await robot.boot();
-  console.log(`robot: firmware ${robot.firmwareVersion} on ${robot.partition}; websocket ${robot.ota?.websocket?.url}`);
+  console.log(
+    `robot: firmware ${robot.firmwareVersion} on ${robot.partition}; websocket ${robot.ota?.websocket?.url}`,
+  );
   await robot.connect();
   console.log(`robot: connected, session ${robot.sessionId}, binary protocol v${robot.protocolVersion}`);
   robot.on('frame', (frame) => {
     if (frame.type !== 'mcp') console.log(`robot <- ${JSON.stringify(frame)}`);
   });
   const discovered = await waitForDiscovery(robot, 10_000);
-  console.log(discovered ? `robot: MCP initialized; vision endpoint ${robot.vision.url}` : 'robot: no MCP initialize yet');
+  console.log(
+    discovered
+      ? `robot: MCP initialized; vision endpoint ${robot.vision.url}`
+      : 'robot: no MCP initialize yet',
+  );
   if (values.once) {
     robot.disconnect();
     return discovered ? 0 : 1;

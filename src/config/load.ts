@@ -69,7 +69,8 @@ function describeIssues(error: z.ZodError): string {
   return error.issues
     .map((issue) => {
       const key = issue.path.join('.') || '(root)';
-      const allowed = 'values' in issue && Array.isArray(issue.values) ? ` (allowed: ${issue.values.join(', ')})` : '';
+      const allowed =
+        'values' in issue && Array.isArray(issue.values) ? ` (allowed: ${issue.values.join(', ')})` : '';
       return `config key "${key}": ${issue.message}${allowed}`;
     })
     .join('; ');

@@ -25,7 +25,11 @@ export const configSchema = z.object({
       /** Close a connection after this long without any frame (a device may vanish without a Close). */
       idle_timeout_sec: z.number().positive().default(300),
       /** Frames larger than this are logged and dropped; the connection stays up. */
-      max_frame_bytes: z.number().int().positive().default(64 * 1024),
+      max_frame_bytes: z
+        .number()
+        .int()
+        .positive()
+        .default(64 * 1024),
     })
     .prefault({}),
   auth: z
@@ -33,7 +37,11 @@ export const configSchema = z.object({
       enabled: z.boolean().default(false),
       /** HMAC secret for device tokens; empty = generated once and kept under data_dir. */
       secret: z.string().default(''),
-      token_ttl_sec: z.number().int().positive().default(30 * 24 * 3600),
+      token_ttl_sec: z
+        .number()
+        .int()
+        .positive()
+        .default(30 * 24 * 3600),
     })
     .prefault({}),
   firmware: z

@@ -49,7 +49,10 @@ export function otherPartition(label: PartitionLabel): PartitionLabel {
   return label === 'ota_0' ? 'ota_1' : 'ota_0';
 }
 
-export function bootRequest(options: Pick<BootOptions, 'identity' | 'flash'>): { headers: Record<string, string>; body: Record<string, unknown> } {
+export function bootRequest(options: Pick<BootOptions, 'identity' | 'flash'>): {
+  headers: Record<string, string>;
+  body: Record<string, unknown>;
+} {
   const { identity, flash } = options;
   const version = runningVersion(flash);
   const headers: Record<string, string> = {
@@ -133,21 +136,34 @@ export async function checkVersion(options: BootOptions): Promise<OtaResponse> {
 }
 
 /** Answers the activation challenge with HMAC-SHA256(eFuse key, challenge) and polls while the server says 202. */
-export async function activate(options: BootOptions, activation: NonNullable<OtaResponse['activation']>): Promise<boolean> {
+export async function activate(
+  options: BootOptions,
+  activation: NonNullable<OtaResponse['activation']>,
+): Promise<boolean> {
   const { identity } = options;
   if (!identity.serialNumber || !identity.hmacKey) {
     options.log('activation requested but this device has no serial/eFuse key', { code: activation.code });
     return false;
   }
-  const key = /^[0-9a-f]{64}$/i.test(identity.hmacKey) ? Buffer.from(identity.hmacKey, 'hex') : Buffer.from(identity.hmacKey);
+  const key = /^[0-9a-f]{64}$/i.test(identity.hmacKey)
+    ? Buffer.from(identity.hmacKey, 'hex')
+    : Buffer.from(identity.hmacKey);
   const hmac = createHmac('sha256', key).update(activation.challenge).digest('hex');
-  const url = new URL('activate', options.otaUrl.endsWith('/') ? options.otaUrl : `${options.otaUrl}/`).toString();
+  const url = new URL(
+    'activate',
+    options.otaUrl.endsWith('/') ? options.otaUrl : `${options.otaUrl}/`,
+  ).toString();
   const { headers } = bootRequest(options);
   for (let attempt = 0; attempt < options.activationAttempts; attempt++) {
     const response = await fetch(url, {
       method: 'POST',
       headers,
-      body: JSON.stringify({ algorithm: 'hmac-sha256', serial_number: identity.serialNumber, challenge: activation.challenge, hmac }),
+      body: JSON.stringify({
+        algorithm: 'hmac-sha256',
+        serial_number: identity.serialNumber,
+        challenge: activation.challenge,
+        hmac,
+      }),
       signal: timeoutSignal(options.fetchTimeoutMs, options.signal),
     });
     await response.arrayBuffer();
@@ -171,10 +187,15 @@ export function wantsUpgrade(flash: FlashState, firmware: OtaResponse['firmware'
 }
 
 /** Downloads the image and writes it to the other partition; the caller reboots into it. */
-export async function installFirmware(options: BootOptions, firmware: NonNullable<OtaResponse['firmware']>): Promise<UpgradeOutcome> {
+export async function installFirmware(
+  options: BootOptions,
+  firmware: NonNullable<OtaResponse['firmware']>,
+): Promise<UpgradeOutcome> {
   let image: Uint8Array;
   try {
-    const response = await fetch(firmware.url, { signal: timeoutSignal(options.fetchTimeoutMs * 4, options.signal) });
+    const response = await fetch(firmware.url, {
+      signal: timeoutSignal(options.fetchTimeoutMs * 4, options.signal),
+    });
     if (response.status !== 200) throw new Error(`HTTP ${response.status}`);
     image = new Uint8Array(await response.arrayBuffer());
     if (image.length === 0) throw new Error('empty image');
@@ -188,7 +209,11 @@ export async function installFirmware(options: BootOptions, firmware: NonNullabl
     image: image[0] === ESP_IMAGE_MAGIC ? 'valid' : 'invalid',
   };
   options.flash.running = target;
-  options.log('firmware installed; rebooting', { version: firmware.version, partition: target, bytes: image.length });
+  options.log('firmware installed; rebooting', {
+    version: firmware.version,
+    partition: target,
+    bytes: image.length,
+  });
   return 'installed';
 }
 

@@ -39,10 +39,9 @@ export class DeviceMcpServer {
     if (typeof method !== 'string') return null;
     if (method.startsWith('notifications/')) return null;
     if (typeof id !== 'number') return null;
-    const params = (typeof message.params === 'object' && message.params !== null ? message.params : {}) as Record<
-      string,
-      unknown
-    >;
+    const params = (
+      typeof message.params === 'object' && message.params !== null ? message.params : {}
+    ) as Record<string, unknown>;
     try {
       return { jsonrpc: '2.0', id, result: await this.dispatch(method, params) };
     } catch (error) {
@@ -60,7 +59,10 @@ export class DeviceMcpServer {
           serverInfo: this.options.serverInfo ?? { name: 'deskbot-virtual', version: '0.0.0' },
         };
       case 'tools/list':
-        return this.page(typeof params.cursor === 'string' ? params.cursor : '', params.withUserTools === true);
+        return this.page(
+          typeof params.cursor === 'string' ? params.cursor : '',
+          params.withUserTools === true,
+        );
       case 'tools/call':
         return this.call(params);
       default:
@@ -94,10 +96,9 @@ export class DeviceMcpServer {
     if (typeof name !== 'string') throw new Error('Missing name');
     const tool = this.tools.get(name);
     if (!tool) throw new Error(`Unknown tool: ${name}`);
-    const args = (typeof params.arguments === 'object' && params.arguments !== null ? params.arguments : {}) as Record<
-      string,
-      unknown
-    >;
+    const args = (
+      typeof params.arguments === 'object' && params.arguments !== null ? params.arguments : {}
+    ) as Record<string, unknown>;
     checkArgs(tool.inputSchema, args);
     const text = await tool.call(args);
     return { content: [{ type: 'text', text }], isError: false };
@@ -106,7 +107,10 @@ export class DeviceMcpServer {
 
 /** The firmware checks required properties and primitive types before calling a tool. */
 function checkArgs(schema: Record<string, unknown>, args: Record<string, unknown>): void {
-  const properties = (schema.properties ?? {}) as Record<string, { type?: string; minimum?: number; maximum?: number }>;
+  const properties = (schema.properties ?? {}) as Record<
+    string,
+    { type?: string; minimum?: number; maximum?: number }
+  >;
   const required = Array.isArray(schema.required) ? (schema.required as string[]) : [];
   for (const key of required) {
     if (!(key in args)) throw new Error(`Missing valid argument: ${key}`);

@@ -103,7 +103,8 @@ export class VirtualRobot extends EventEmitter<RobotEvents> {
       pageBytes: options.mcpPageBytes ?? 8000,
       serverInfo: { name: this.boardType, version: this.firmwareVersion },
       onInitialize: (params) => {
-        const vision = (params.capabilities as { vision?: { url?: string; token?: string } } | undefined)?.vision;
+        const vision = (params.capabilities as { vision?: { url?: string; token?: string } } | undefined)
+          ?.vision;
         if (vision) this.vision = { ...vision };
       },
     });
@@ -189,7 +190,9 @@ export class VirtualRobot extends EventEmitter<RobotEvents> {
     await new Promise<void>((resolve, reject) => {
       socket.once('open', () => resolve());
       socket.once('error', reject);
-      socket.once('unexpected-response', (_req, res) => reject(new Error(`upgrade refused: HTTP ${res.statusCode}`)));
+      socket.once('unexpected-response', (_req, res) =>
+        reject(new Error(`upgrade refused: HTTP ${res.statusCode}`)),
+      );
     });
     socket.on('error', (error) => this.log('socket error', { error: error.message }));
     const hello = this.waitFor((frame) => frame.type === 'hello', this.options.helloTimeoutMs ?? 10_000);
@@ -340,7 +343,8 @@ export class VirtualRobot extends EventEmitter<RobotEvents> {
         }
         break;
       case 'system':
-        if (frame.command === 'reboot') void this.reboot().catch((e) => this.log('reboot failed', { error: String(e) }));
+        if (frame.command === 'reboot')
+          void this.reboot().catch((e) => this.log('reboot failed', { error: String(e) }));
         break;
       case 'mcp':
         void this.answerMcp(frame.payload);
@@ -358,7 +362,10 @@ export class VirtualRobot extends EventEmitter<RobotEvents> {
   private onBinary(data: Buffer): void {
     let payload: Uint8Array;
     try {
-      const packet = decodeBinary(this.binaryVersion, new Uint8Array(data.buffer, data.byteOffset, data.byteLength));
+      const packet = decodeBinary(
+        this.binaryVersion,
+        new Uint8Array(data.buffer, data.byteOffset, data.byteLength),
+      );
       if (packet.payloadType !== 0) return;
       payload = packet.payload;
     } catch {

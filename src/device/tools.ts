@@ -46,7 +46,12 @@ export interface ToolHooks {
   deviceStatus?: () => Record<string, unknown>;
 }
 
-const int = (min: number, max: number, description: string) => ({ type: 'integer', minimum: min, maximum: max, description });
+const int = (min: number, max: number, description: string) => ({
+  type: 'integer',
+  minimum: min,
+  maximum: max,
+  description,
+});
 const object = (properties: Record<string, unknown>, required: string[] = []) => ({
   type: 'object',
   properties,
@@ -75,7 +80,8 @@ export function buildTools(model: DeviceModel, hooks: ToolHooks = {}): DeviceToo
     },
     {
       name: 'self.audio_speaker.set_volume',
-      description: 'Set the volume of the audio speaker. If the current volume is unknown, call self.get_device_status first.',
+      description:
+        'Set the volume of the audio speaker. If the current volume is unknown, call self.get_device_status first.',
       inputSchema: object({ volume: int(0, 100, 'volume in percent') }, ['volume']),
       call: (args) => {
         model.volume = args.volume as number;
@@ -109,11 +115,10 @@ export function buildTools(model: DeviceModel, hooks: ToolHooks = {}): DeviceToo
       description:
         'Set every pixel of the left LED ring (the state arc, pixels 0-5) to one colour. The right ring ' +
         '(pixels 6-11) shows indicators owned by the firmware and cannot be written.',
-      inputSchema: object({ red: int(0, 255, 'red'), green: int(0, 255, 'green'), blue: int(0, 255, 'blue') }, [
-        'red',
-        'green',
-        'blue',
-      ]),
+      inputSchema: object(
+        { red: int(0, 255, 'red'), green: int(0, 255, 'green'), blue: int(0, 255, 'blue') },
+        ['red', 'green', 'blue'],
+      ),
       call: (args) => {
         const rgb: Rgb = [args.red as number, args.green as number, args.blue as number];
         model.leftRing = model.leftRing.map(() => [...rgb] as Rgb);
@@ -126,7 +131,9 @@ export function buildTools(model: DeviceModel, hooks: ToolHooks = {}): DeviceToo
       description:
         'Set individual pixels of the left LED ring. `pixels` is an array of {index, red, green, blue} with ' +
         'index 0-5. Writes to the right ring (6-11) are rejected.',
-      inputSchema: object({ pixels: { type: 'array', description: 'array of {index, red, green, blue}' } }, ['pixels']),
+      inputSchema: object({ pixels: { type: 'array', description: 'array of {index, red, green, blue}' } }, [
+        'pixels',
+      ]),
       call: (args) => {
         const pixels = args.pixels as Array<Record<string, unknown>>;
         for (const pixel of pixels) {
@@ -134,7 +141,8 @@ export function buildTools(model: DeviceModel, hooks: ToolHooks = {}): DeviceToo
           if (!Number.isInteger(index) || (index as number) < 0 || (index as number) > 11) {
             throw new Error('Invalid pixel index');
           }
-          if ((index as number) > 5) throw new Error(`Pixel ${index} belongs to the right ring and cannot be written`);
+          if ((index as number) > 5)
+            throw new Error(`Pixel ${index} belongs to the right ring and cannot be written`);
         }
         for (const pixel of pixels) {
           model.leftRing[pixel.index as number] = [
@@ -149,7 +157,8 @@ export function buildTools(model: DeviceModel, hooks: ToolHooks = {}): DeviceToo
     },
     {
       name: 'self.robot.set_head_angles',
-      description: 'Move the head. yaw turns left (negative) or right (positive); pitch tilts down (negative) or up.',
+      description:
+        'Move the head. yaw turns left (negative) or right (positive); pitch tilts down (negative) or up.',
       inputSchema: object({ yaw: int(-90, 90, 'degrees'), pitch: int(-45, 45, 'degrees') }),
       call: (args) => {
         if (typeof args.yaw === 'number') model.head.yaw = args.yaw;
@@ -185,7 +194,8 @@ export function buildTools(model: DeviceModel, hooks: ToolHooks = {}): DeviceToo
       description: `Set the robot state. One of: ${ROBOT_STATES.join(', ')}.`,
       inputSchema: object({ state: { type: 'string', enum: [...ROBOT_STATES] } }, ['state']),
       call: (args) => {
-        if (!(ROBOT_STATES as readonly string[]).includes(args.state as string)) throw new Error('Invalid state');
+        if (!(ROBOT_STATES as readonly string[]).includes(args.state as string))
+          throw new Error('Invalid state');
         if (model.state !== args.state) {
           model.state = args.state as RobotStateName;
           changed('state');

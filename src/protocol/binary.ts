@@ -58,7 +58,10 @@ export function encodeBinary(
     return out;
   }
   if (payload.length > V3_MAX_PAYLOAD) {
-    throw new FramingError('payload_too_large', `v3 payload of ${payload.length} bytes exceeds ${V3_MAX_PAYLOAD}`);
+    throw new FramingError(
+      'payload_too_large',
+      `v3 payload of ${payload.length} bytes exceeds ${V3_MAX_PAYLOAD}`,
+    );
   }
   const out = new Uint8Array(V3_HEADER_BYTES + payload.length);
   const view = new DataView(out.buffer);
@@ -74,7 +77,10 @@ export function decodeBinary(version: BinaryVersion, data: Uint8Array): BinaryPa
   const view = new DataView(data.buffer, data.byteOffset, data.byteLength);
   if (version === 2) {
     if (data.length < V2_HEADER_BYTES) {
-      throw new FramingError('truncated_header', `v2 packet of ${data.length} bytes is shorter than its 16-byte header`);
+      throw new FramingError(
+        'truncated_header',
+        `v2 packet of ${data.length} bytes is shorter than its 16-byte header`,
+      );
     }
     const headerVersion = view.getUint16(0);
     if (headerVersion !== 2) {
@@ -89,11 +95,18 @@ export function decodeBinary(version: BinaryVersion, data: Uint8Array): BinaryPa
     };
   }
   if (data.length < V3_HEADER_BYTES) {
-    throw new FramingError('truncated_header', `v3 packet of ${data.length} bytes is shorter than its 4-byte header`);
+    throw new FramingError(
+      'truncated_header',
+      `v3 packet of ${data.length} bytes is shorter than its 4-byte header`,
+    );
   }
   const payloadSize = view.getUint16(2);
   checkSize(payloadSize, data.length - V3_HEADER_BYTES, 'v3');
-  return { payloadType: checkType(view.getUint8(0)), timestampMs: 0, payload: data.subarray(V3_HEADER_BYTES) };
+  return {
+    payloadType: checkType(view.getUint8(0)),
+    timestampMs: 0,
+    payload: data.subarray(V3_HEADER_BYTES),
+  };
 }
 
 function checkSize(declared: number, actual: number, label: string): void {

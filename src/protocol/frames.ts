@@ -66,7 +66,11 @@ const llm = z.looseObject({
   text: z.string().optional(),
   session_id: z.string().optional(),
 });
-const system = z.looseObject({ type: z.literal('system'), command: z.string(), session_id: z.string().optional() });
+const system = z.looseObject({
+  type: z.literal('system'),
+  command: z.string(),
+  session_id: z.string().optional(),
+});
 const alert = z.looseObject({
   type: z.literal('alert'),
   status: z.string(),
@@ -102,7 +106,11 @@ function parseWith<T>(schema: z.ZodType<T>, known: readonly string[], text: stri
   if (!parsed.success) {
     const issue = parsed.error.issues[0];
     const where = issue?.path.length ? issue.path.join('.') : type;
-    return { kind: 'error', code: 'invalid_frame', message: `${type} frame: ${where}: ${issue?.message ?? 'invalid'}` };
+    return {
+      kind: 'error',
+      code: 'invalid_frame',
+      message: `${type} frame: ${where}: ${issue?.message ?? 'invalid'}`,
+    };
   }
   return { kind: 'frame', frame: parsed.data };
 }

@@ -14,7 +14,12 @@ export const otaRequestBodySchema = z.looseObject({
   uuid: z.string().optional(),
   chip_model_name: z.string().optional(),
   chip_info: z
-    .looseObject({ model: int.optional(), cores: int.optional(), revision: int.optional(), features: int.optional() })
+    .looseObject({
+      model: int.optional(),
+      cores: int.optional(),
+      revision: int.optional(),
+      features: int.optional(),
+    })
     .optional(),
   application: z
     .looseObject({

@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { mkdir, open, rename, rm } from 'node:fs/promises';
-import { dirname, basename, join } from 'node:path';
+import { basename, dirname, join } from 'node:path';
 
 /**
  * Writes a file so that a crash at any moment leaves either the old content or the new, never a mix:

@@ -1,7 +1,7 @@
 // A fastify instance with the DESIGN §2 error shape on every failure path, shared by voice server and bridge.
 import Fastify, { type FastifyBaseLogger, type FastifyInstance, LogController } from 'fastify';
-import type { Logger } from './log.js';
 import { errorBody, toHttpError } from './http-error.js';
+import type { Logger } from './log.js';
 
 export interface HttpAppOptions {
   logger: Logger;

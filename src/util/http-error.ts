@@ -23,7 +23,8 @@ export function toHttpError(error: unknown): HttpError {
   if (error instanceof HttpError) return error;
   const e = error as { statusCode?: number; code?: string; message?: string };
   const status = typeof e?.statusCode === 'number' ? e.statusCode : 500;
-  if (status === 413) return new HttpError(413, 'body_too_large', 'request body is larger than this route accepts');
+  if (status === 413)
+    return new HttpError(413, 'body_too_large', 'request body is larger than this route accepts');
   if (status === 415) {
     return new HttpError(415, 'unsupported_media_type', 'send the body as application/json');
   }

@@ -1,15 +1,27 @@
 // Per-device WebSocket tokens: HMAC-SHA256 over "deviceId.expiry", handed out by OTA when auth is on.
 import { createHmac, timingSafeEqual } from 'node:crypto';
 
-export function issueDeviceToken(secret: string, deviceId: string, ttlSec: number, nowMs = Date.now()): string {
+export function issueDeviceToken(
+  secret: string,
+  deviceId: string,
+  ttlSec: number,
+  nowMs = Date.now(),
+): string {
   const expiry = Math.floor(nowMs / 1000) + ttlSec;
   const body = Buffer.from(`${deviceId}.${expiry}`).toString('base64url');
   return `${body}.${sign(secret, body)}`;
 }
 
-export type TokenCheck = { ok: true } | { ok: false; reason: 'malformed' | 'bad_signature' | 'expired' | 'wrong_device' };
+export type TokenCheck =
+  | { ok: true }
+  | { ok: false; reason: 'malformed' | 'bad_signature' | 'expired' | 'wrong_device' };
 
-export function verifyDeviceToken(secret: string, token: string, deviceId: string, nowMs = Date.now()): TokenCheck {
+export function verifyDeviceToken(
+  secret: string,
+  token: string,
+  deviceId: string,
+  nowMs = Date.now(),
+): TokenCheck {
   const [body, signature, extra] = token.split('.');
   if (!body || !signature || extra !== undefined) return { ok: false, reason: 'malformed' };
   const expected = Buffer.from(sign(secret, body));

@@ -69,7 +69,11 @@ export class FirmwareStore {
 export type FirmwareDecision = { offer: false } | { offer: true; image: FirmwareImage; force: boolean };
 
 /** Offer when the image is newer, or — with force configured — when it differs at all (a pinned version). */
-export function decideFirmware(current: string | undefined, image: FirmwareImage | undefined, force: boolean): FirmwareDecision {
+export function decideFirmware(
+  current: string | undefined,
+  image: FirmwareImage | undefined,
+  force: boolean,
+): FirmwareDecision {
   if (!image) return { offer: false };
   const order = current ? compareVersions(image.version, current) : 1;
   if (order === null) return { offer: false };

@@ -39,7 +39,9 @@ export function registerOtaRoutes(app: FastifyInstance, options: OtaRouteOptions
       },
       websocket: {
         url: options.websocketUrl || `ws://${host}:${options.wsPort()}/device/v1/`,
-        ...(options.auth ? { token: issueDeviceToken(options.auth.secret, deviceId, options.auth.ttlSec) } : {}),
+        ...(options.auth
+          ? { token: issueDeviceToken(options.auth.secret, deviceId, options.auth.ttlSec) }
+          : {}),
         ...(options.wsProtocolVersion ? { version: options.wsProtocolVersion } : {}),
       },
     };
@@ -75,14 +77,16 @@ export function registerOtaRoutes(app: FastifyInstance, options: OtaRouteOptions
     const parsed = activateBodySchema.safeParse(request.body ?? {});
     if (!parsed.success) throw new HttpError(400, 'invalid_body', describe(parsed.error.issues[0]));
     const outcome = await options.activation.activate(deviceId, parsed.data.hmac);
-    if (outcome === 'refused') throw new HttpError(403, 'activation_refused', 'the HMAC does not answer the challenge');
+    if (outcome === 'refused')
+      throw new HttpError(403, 'activation_refused', 'the HMAC does not answer the challenge');
     if (outcome === 'waiting') return reply.status(202).send({ ok: false, status: 'waiting' });
     return { ok: true, status: outcome };
   });
 
   app.get<{ Params: { file: string } }>('/device/ota/firmware/:file', async (request, reply) => {
     const path = options.firmware.pathOf(request.params.file);
-    if (!path) throw new HttpError(404, 'firmware_not_found', `no firmware image named ${request.params.file}`);
+    if (!path)
+      throw new HttpError(404, 'firmware_not_found', `no firmware image named ${request.params.file}`);
     return reply.type('application/octet-stream').send(createReadStream(path));
   });
 }

@@ -79,7 +79,10 @@ export async function startVoiceServer(config: Config, logger: Logger): Promise<
       });
       registry.add(session);
       session.on('closed', () => registry.remove(session));
-      wsLogger.info({ device: info.deviceId, version: info.binaryVersion, remote: info.remoteAddress }, 'device connected');
+      wsLogger.info(
+        { device: info.deviceId, version: info.binaryVersion, remote: info.remoteAddress },
+        'device connected',
+      );
       for (const listener of sessionListeners) {
         try {
           listener(session);

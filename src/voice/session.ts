@@ -6,8 +6,8 @@ import type { RawData, WebSocket } from 'ws';
 import {
   type BinaryVersion,
   type DeviceHello,
-  type EventFrame,
   decodeBinary,
+  type EventFrame,
   encodeBinary,
   encodeFrame,
   type ListenFrame,
@@ -139,7 +139,10 @@ export class DeviceSession extends EventEmitter<SessionEvents> implements Regist
       this.resetIdleTimer();
       const bytes = toBytes(data);
       if (bytes.length > this.options.maxFrameBytes) {
-        this.reject('oversized_frame', `frame of ${bytes.length} bytes exceeds ${this.options.maxFrameBytes}`);
+        this.reject(
+          'oversized_frame',
+          `frame of ${bytes.length} bytes exceeds ${this.options.maxFrameBytes}`,
+        );
         return;
       }
       if (!isBinary) {
@@ -222,7 +225,10 @@ export class DeviceSession extends EventEmitter<SessionEvents> implements Regist
       const all = await this.mcp.listTools(true);
       const regular = new Set(this.tools.map((tool) => tool.name));
       this.userTools = all.filter((tool) => !regular.has(tool.name));
-      this.log.info({ tools: this.tools.length, userTools: this.userTools.length }, 'device MCP tools discovered');
+      this.log.info(
+        { tools: this.tools.length, userTools: this.userTools.length },
+        'device MCP tools discovered',
+      );
       this.emit('ready', this.tools);
     } catch (error) {
       if (!this.closed) this.log.warn({ err: (error as Error).message }, 'device MCP discovery failed');

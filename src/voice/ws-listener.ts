@@ -24,7 +24,11 @@ export type UpgradeDecision =
   | { ok: false; status: number; code: string; message: string };
 
 /** Decides on an upgrade request from its URL and headers alone (pure, so it is tested by table). */
-export function decideUpgrade(request: IncomingMessage, authSecret?: string, nowMs = Date.now()): UpgradeDecision {
+export function decideUpgrade(
+  request: IncomingMessage,
+  authSecret?: string,
+  nowMs = Date.now(),
+): UpgradeDecision {
   const url = new URL(request.url ?? '/', 'http://device.invalid');
   if (!DEVICE_WS_PATH.test(url.pathname)) {
     return { ok: false, status: 404, code: 'not_found', message: `no WebSocket endpoint at ${url.pathname}` };
@@ -44,7 +48,12 @@ export function decideUpgrade(request: IncomingMessage, authSecret?: string, now
   }
   const deviceId = normaliseDeviceId(rawDeviceId);
   if (!deviceId) {
-    return { ok: false, status: 400, code: 'bad_device_id', message: 'Device-Id must be a MAC like aa:bb:cc:dd:ee:ff' };
+    return {
+      ok: false,
+      status: 400,
+      code: 'bad_device_id',
+      message: 'Device-Id must be a MAC like aa:bb:cc:dd:ee:ff',
+    };
   }
   const rawVersion = field('protocol-version', 'protocol-version', 'protocol_version') ?? '1';
   const binaryVersion = Number(rawVersion);
@@ -57,11 +66,25 @@ export function decideUpgrade(request: IncomingMessage, authSecret?: string, now
     };
   }
   if (authSecret) {
-    const auth = field('authorization', 'authorization') ?? (url.searchParams.get('token') ? `Bearer ${url.searchParams.get('token')}` : '');
+    const auth =
+      field('authorization', 'authorization') ??
+      (url.searchParams.get('token') ? `Bearer ${url.searchParams.get('token')}` : '');
     const token = auth.replace(/^Bearer\s+/i, '');
-    if (!token) return { ok: false, status: 401, code: 'missing_token', message: 'Authorization: Bearer <token> is required' };
+    if (!token)
+      return {
+        ok: false,
+        status: 401,
+        code: 'missing_token',
+        message: 'Authorization: Bearer <token> is required',
+      };
     const check = verifyDeviceToken(authSecret, token, deviceId, nowMs);
-    if (!check.ok) return { ok: false, status: 401, code: `token_${check.reason}`, message: `device token refused: ${check.reason}` };
+    if (!check.ok)
+      return {
+        ok: false,
+        status: 401,
+        code: `token_${check.reason}`,
+        message: `device token refused: ${check.reason}`,
+      };
   }
   return {
     ok: true,
@@ -75,16 +98,27 @@ export function decideUpgrade(request: IncomingMessage, authSecret?: string, now
 }
 
 export function createWsListener(options: WsListenerOptions): Server {
-  const wss = new WebSocketServer({ noServer: true, maxPayload: WS_MAX_PAYLOAD_BYTES, perMessageDeflate: false });
+  const wss = new WebSocketServer({
+    noServer: true,
+    maxPayload: WS_MAX_PAYLOAD_BYTES,
+    perMessageDeflate: false,
+  });
   const server = createServer((_req, res) => {
     res.writeHead(426, { 'content-type': 'application/json', upgrade: 'websocket' });
-    res.end(JSON.stringify({ error: { code: 'upgrade_required', message: 'connect with a WebSocket to /device/v1/' } }));
+    res.end(
+      JSON.stringify({
+        error: { code: 'upgrade_required', message: 'connect with a WebSocket to /device/v1/' },
+      }),
+    );
   });
   server.on('upgrade', (request: IncomingMessage, socket: Duplex, head: Buffer) => {
     socket.on('error', () => socket.destroy());
     const decision = decideUpgrade(request, options.authSecret);
     if (!decision.ok) {
-      options.logger.warn({ code: decision.code, url: request.url, remote: request.socket.remoteAddress }, decision.message);
+      options.logger.warn(
+        { code: decision.code, url: request.url, remote: request.socket.remoteAddress },
+        decision.message,
+      );
       refuse(socket, decision.status, decision.code, decision.message);
       return;
     }

@@ -1,0 +1,56 @@
+// Starts a real voice server on ephemeral ports with its own temporary DATA_DIR.
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { parseConfig } from '../../src/config/index.js';
+import { VirtualRobot, type VirtualRobotOptions } from '../../src/device/robot.js';
+import { silentLogger } from '../../src/util/log.js';
+import { startVoiceServer, type VoiceServer } from '../../src/voice/server.js';
+
+export interface TestVoice {
+  voice: VoiceServer;
+  dataDir: string;
+  otaUrl: string;
+  httpUrl: string;
+  robot(options?: Partial<VirtualRobotOptions>): VirtualRobot;
+  close(): Promise<void>;
+}
+
+export async function startTestVoice(overrides: Record<string, unknown> = {}): Promise<TestVoice> {
+  const dataDir = mkdtempSync(join(tmpdir(), 'deskbot-test-'));
+  const raw = {
+    data_dir: dataDir,
+    ...overrides,
+    server: { bind_host: '127.0.0.1', ws_port: 0, http_port: 0, ...((overrides.server as object) ?? {}) },
+  };
+  const voice = await startVoiceServer(parseConfig(raw), silentLogger);
+  const httpUrl = `http://127.0.0.1:${voice.httpPort}`;
+  const robots: VirtualRobot[] = [];
+  return {
+    voice,
+    dataDir,
+    httpUrl,
+    otaUrl: `${httpUrl}/device/ota/`,
+    robot(options = {}) {
+      const robot = new VirtualRobot({ otaUrl: `${httpUrl}/device/ota/`, retryBaseMs: 20, ...options });
+      robots.push(robot);
+      return robot;
+    },
+    async close() {
+      for (const robot of robots) robot.dropConnection();
+      await voice.close();
+      rmSync(dataDir, { recursive: true, force: true });
+    },
+  };
+}
+
+/** Polls until `check` returns a truthy value, or fails after timeoutMs. */
+export async function eventually<T>(check: () => T | undefined | null | false, timeoutMs = 5000): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const value = check();
+    if (value) return value;
+    if (Date.now() > deadline) throw new Error(`condition not met within ${timeoutMs} ms`);
+    await new Promise((resolve) => setTimeout(resolve, 10));
+  }
+}
