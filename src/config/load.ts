@@ -47,6 +47,8 @@ export function loadConfig(options: LoadOptions = {}): Config {
     } catch (error) {
       throw new ConfigError(`${resolve(file)}: not valid YAML: ${(error as Error).message}`);
     }
+    if (!isPlainObject(raw))
+      throw new ConfigError(`${resolve(file)}: the top level must be a mapping of keys`);
   } else if (explicit) {
     throw new ConfigError(`config file ${resolve(file)} does not exist (set by VOICE_CONFIG)`);
   }

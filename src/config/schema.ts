@@ -2,7 +2,7 @@
 import { z } from 'zod';
 
 const port = z.number().int().min(0).max(65535);
-const binaryVersion = z.union([z.literal(0), z.literal(1), z.literal(2), z.literal(3)]);
+const binaryVersion = z.literal([0, 1, 2, 3]);
 
 export const configSchema = z.object({
   data_dir: z.string().default('./data'),

@@ -83,8 +83,12 @@ export class DeviceMcpServer {
     for (let i = start; i < visible.length; i++) {
       const tool = visible[i]!;
       const entry = { name: tool.name, description: tool.description, inputSchema: tool.inputSchema };
-      const entrySize = JSON.stringify(entry).length;
-      if (tools.length > 0 && size + entrySize > budget) return { tools, nextCursor: tool.name };
+      // The firmware counts UTF-8 bytes (std::string::length), and refuses a tool that alone exceeds the page.
+      const entrySize = Buffer.byteLength(JSON.stringify(entry));
+      if (tools.length === 0 && entrySize > budget) {
+        throw new Error(`Failed to add tool ${tool.name} because of payload size limit`);
+      }
+      if (size + entrySize > budget) return { tools, nextCursor: tool.name };
       tools.push(entry);
       size += entrySize;
     }

@@ -1,10 +1,12 @@
 // The virtual robot's MCP tool surface, with the firmware's names and input schemas.
-import type { DeviceTool } from './mcp-server.js';
 
-export const ROBOT_STATES = ['idle', 'talk', 'story_time', 'security', 'sleep', 'dance'] as const;
-export type RobotStateName = (typeof ROBOT_STATES)[number];
-export const TOGGLES = ['kid_mode', 'smart_mode'] as const;
-export type ToggleName = (typeof TOGGLES)[number];
+import {
+  ROBOT_STATES,
+  type RobotState as RobotStateName,
+  TOGGLE_NAMES as TOGGLES,
+  type ToggleName,
+} from '../robot/states.js';
+import type { DeviceTool } from './mcp-server.js';
 
 export type Rgb = [number, number, number];
 

@@ -1,0 +1,144 @@
+// Downlink pacing (DESIGN §4): the device queue holds 40 packets and silently drops the rest, so we send
+// at most `prebufferFrames` ahead of playout, then one frame per frame duration on a monotonic clock.
+// Control items (sentence_start) ride in the same queue so the device shows each sentence as it plays it.
+// Every item carries its reply id; dropping a reply removes its items at once.
+
+export interface Clock {
+  now(): number;
+  setTimer(callback: () => void, ms: number): unknown;
+  clearTimer(handle: unknown): void;
+}
+
+export const monotonicClock: Clock = {
+  now: () => performance.now(),
+  setTimer: (callback, ms) => setTimeout(callback, ms),
+  clearTimer: (handle) => clearTimeout(handle as NodeJS.Timeout),
+};
+
+type Item = { replyId: number } & (
+  | { kind: 'audio'; packet: Uint8Array }
+  | { kind: 'control'; send: () => void }
+);
+
+export interface PacerOptions {
+  sendAudio: (packet: Uint8Array) => void;
+  frameMs?: number;
+  prebufferFrames?: number;
+  /** Queue bound; producers wait for room (waitForRoom) instead of growing it. */
+  maxQueuedFrames?: number;
+  clock?: Clock;
+}
+
+export class Pacer {
+  private readonly queue: Item[] = [];
+  private playoutEnd = 0;
+  private timer: unknown = null;
+  private readonly frameMs: number;
+  private readonly aheadLimitMs: number;
+  private readonly maxQueued: number;
+  private readonly clock: Clock;
+  private waiters: Array<() => void> = [];
+  private queuedAudio = 0;
+  framesSent = 0;
+
+  constructor(private readonly options: PacerOptions) {
+    this.frameMs = options.frameMs ?? 60;
+    this.aheadLimitMs = (options.prebufferFrames ?? 5) * this.frameMs;
+    this.maxQueued = options.maxQueuedFrames ?? 200;
+    this.clock = options.clock ?? monotonicClock;
+  }
+
+  enqueueAudio(replyId: number, packet: Uint8Array): void {
+    this.queue.push({ replyId, kind: 'audio', packet });
+    this.queuedAudio++;
+    this.schedule(0);
+  }
+
+  enqueueControl(replyId: number, send: () => void): void {
+    this.queue.push({ replyId, kind: 'control', send });
+    this.schedule(0);
+  }
+
+  /** Removes everything queued for a reply, and forgets its playout (the device flushes on tts stop). */
+  drop(replyId: number): void {
+    for (let i = this.queue.length - 1; i >= 0; i--) {
+      if (this.queue[i]!.replyId !== replyId) continue;
+      if (this.queue[i]!.kind === 'audio') this.queuedAudio--;
+      this.queue.splice(i, 1);
+    }
+    this.playoutEnd = this.clock.now();
+    this.wakeWaiters();
+  }
+
+  /** Time (clock ms) at which the device will have played everything sent so far. */
+  get playoutEndsAt(): number {
+    return Math.max(this.playoutEnd, this.clock.now());
+  }
+
+  get queuedFrames(): number {
+    return this.queuedAudio;
+  }
+
+  hasQueued(replyId: number): boolean {
+    return this.queue.some((item) => item.replyId === replyId);
+  }
+
+  /** Resolves when there is room in the queue (or at once). */
+  async waitForRoom(signal?: AbortSignal): Promise<void> {
+    while (this.queuedAudio >= this.maxQueued && !signal?.aborted) {
+      await new Promise<void>((resolve) => this.waiters.push(resolve));
+    }
+  }
+
+  /** Resolves when nothing of this reply is queued any more. */
+  async drained(replyId: number, signal?: AbortSignal): Promise<void> {
+    while (this.hasQueued(replyId) && !signal?.aborted) {
+      await new Promise<void>((resolve) => this.waiters.push(resolve));
+    }
+  }
+
+  close(): void {
+    if (this.timer !== null) this.clock.clearTimer(this.timer);
+    this.timer = null;
+    this.queue.length = 0;
+    this.queuedAudio = 0;
+    this.wakeWaiters();
+  }
+
+  private schedule(delayMs: number): void {
+    if (this.timer !== null) return;
+    this.timer = this.clock.setTimer(() => {
+      this.timer = null;
+      this.pump();
+    }, delayMs);
+  }
+
+  private pump(): void {
+    while (this.queue.length > 0) {
+      const head = this.queue[0]!;
+      if (head.kind === 'control') {
+        this.queue.shift();
+        head.send();
+        continue;
+      }
+      const now = this.clock.now();
+      const ahead = Math.max(this.playoutEnd, now) - now;
+      if (ahead > this.aheadLimitMs - this.frameMs) {
+        this.schedule(ahead - (this.aheadLimitMs - this.frameMs));
+        break;
+      }
+      this.queue.shift();
+      this.queuedAudio--;
+      this.playoutEnd = Math.max(this.playoutEnd, now) + this.frameMs;
+      this.framesSent++;
+      this.options.sendAudio(head.packet);
+    }
+    this.wakeWaiters();
+  }
+
+  private wakeWaiters(): void {
+    const waiters = this.waiters;
+    this.waiters = [];
+    for (const wake of waiters) wake();
+  }
+}

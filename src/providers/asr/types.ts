@@ -1,0 +1,7 @@
+// One interface for every speech recogniser: 16 kHz mono PCM of one utterance in, text out.
+export interface AsrProvider {
+  readonly name: string;
+  transcribe(pcm16k: Int16Array, signal: AbortSignal): Promise<string>;
+  describe(): string;
+  close?(): void;
+}

@@ -1,0 +1,73 @@
+// The turn pipeline: what happens between "the user said X" and the robot's last audio frame.
+//
+//   llm {emotion: thinking}            before the model call, so the face shows thinking
+//   model stream ──► segmenter ──► queue ──► speech: emotion frame (leading emoji), tts start,
+//                                             sentence_start + paced Opus per segment, tts stop
+//
+// The model is read by its own task into a queue, so a slow listener never stalls the model stream,
+// and segment n+1 is synthesised while segment n plays. One AbortSignal cancels all of it.
+
+import type { LlmProvider } from '../providers/llm/types.js';
+import type { ChatMessage } from '../providers/openai-client.js';
+import { AsyncQueue } from '../util/async-queue.js';
+import type { Logger } from '../util/log.js';
+import { Segmenter } from './segmenter.js';
+import type { SpeechOut, SpeechSink } from './speech-out.js';
+
+/** Spoken when the model fails before saying anything: honest, short, and in the 😐 face. */
+export const MODEL_FAILURE_REPLY = '😐 Sorry, I cannot think right now. Please try again in a moment.';
+
+export interface ChatReplyInput {
+  llm: LlmProvider;
+  speech: SpeechOut;
+  sink: SpeechSink & { deviceId: string };
+  history: ChatMessage[];
+  systemPrompt: string;
+  kidMode: boolean;
+  signal: AbortSignal;
+  log: Logger;
+}
+
+/** Runs one chat reply to the end (or until aborted). Returns the text that was spoken. */
+export async function runChatReply(input: ChatReplyInput): Promise<string> {
+  const { llm, speech, sink, signal, log } = input;
+  sink.sendJson({ type: 'llm', emotion: 'thinking', session_id: sink.sessionId });
+
+  const segments = new AsyncQueue<string>();
+  const segmenter = new Segmenter();
+  const readModel = async () => {
+    const stream = llm.reply({
+      sessionId: sink.sessionId,
+      deviceId: sink.deviceId,
+      history: input.history,
+      systemPrompt: input.systemPrompt,
+      kidMode: input.kidMode,
+      signal,
+      say: (filler) => segments.push(filler),
+    });
+    for await (const delta of stream) {
+      for (const segment of segmenter.push(delta)) segments.push(segment);
+    }
+    for (const segment of segmenter.flush()) segments.push(segment);
+    segments.end();
+  };
+  readModel().catch((error) => segments.fail(error));
+
+  try {
+    for await (const segment of segments) await speech.speak(segment);
+  } catch (error) {
+    if (signal.aborted) return speech.spoken.join(' ');
+    log.warn({ err: (error as Error).message, provider: llm.name }, 'model failed during a turn');
+    if (speech.spoken.length === 0) await speech.speak(MODEL_FAILURE_REPLY);
+  }
+  await speech.finish();
+  return speech.spoken.join(' ');
+}
+
+/** Speaks fixed text (acknowledgements, inject-text, say) through the same segmenting and TTS path. */
+export async function speakText(speech: SpeechOut, text: string): Promise<string> {
+  const segmenter = new Segmenter();
+  for (const segment of [...segmenter.push(text), ...segmenter.flush()]) await speech.speak(segment);
+  await speech.finish();
+  return speech.spoken.join(' ');
+}

@@ -1,0 +1,133 @@
+// Speaking one reply to the device: `tts start` before any audio, the emotion frame from the leading
+// emoji, `sentence_start {text}` as each segment begins to play, paced Opus, and `tts stop` after the
+// estimated playout plus a margin — or at once when the reply is cancelled.
+import { OpusFrameEncoder } from '../audio/opus.js';
+import type { Pacer } from '../audio/pacer.js';
+import { resample } from '../audio/resample.js';
+import type { ServerFrame } from '../protocol/index.js';
+import type { TtsProvider } from '../providers/tts/types.js';
+import { FALLBACK_EMOJI, splitLeadingEmoji, stripEmoji } from '../robot/emotions.js';
+import { cleanForSpeech } from './segmenter.js';
+
+export interface SpeechSink {
+  sessionId: string;
+  sendJson(frame: ServerFrame): boolean;
+}
+
+export interface SpeechOutOptions {
+  sink: SpeechSink;
+  tts: TtsProvider;
+  pacer: Pacer;
+  replyId: number;
+  signal: AbortSignal;
+  sampleRate: 24000;
+  frameMs: number;
+  /** Wait this long after the estimated playout before `tts stop` (DESIGN §4: ~400 ms). */
+  stopMarginMs: number;
+  now: () => number;
+}
+
+export class SpeechOut {
+  private started = false;
+  private emotionSent = false;
+  private stopped = false;
+  private readonly encoder: OpusFrameEncoder;
+  /** Every segment spoken, cleaned, for the dialogue history. */
+  readonly spoken: string[] = [];
+
+  constructor(private readonly options: SpeechOutOptions) {
+    this.encoder = new OpusFrameEncoder(options.sampleRate, options.frameMs);
+  }
+
+  get hasStarted(): boolean {
+    return this.started;
+  }
+
+  /** Sends the face emotion for the reply's leading emoji (or neutral) once. Returns the text after it. */
+  emotion(segment: string): string {
+    if (this.emotionSent) return segment;
+    this.emotionSent = true;
+    const { emoji, emotion, rest } = splitLeadingEmoji(segment);
+    const shown = emotion ? emoji! : FALLBACK_EMOJI;
+    this.send({ type: 'llm', emotion: emotion ?? 'neutral', text: shown });
+    return rest;
+  }
+
+  /** Synthesises one segment and queues its audio behind the segments before it. */
+  async speak(segment: string): Promise<void> {
+    const { signal, pacer, replyId, tts } = this.options;
+    const text = stripEmoji(cleanForSpeech(this.emotion(segment)));
+    if (!text || signal.aborted) return;
+    this.begin();
+    this.spoken.push(text);
+    let announced = false;
+    for await (const pcm of tts.synthesize(text, signal)) {
+      if (signal.aborted) return;
+      const packets = this.encoder.encode(resample(pcm, tts.sampleRate, this.options.sampleRate));
+      if (packets.length > 0 && !announced) {
+        announced = true;
+        pacer.enqueueControl(replyId, () => this.send({ type: 'tts', state: 'sentence_start', text }));
+      }
+      for (const packet of packets) {
+        await pacer.waitForRoom(signal);
+        if (signal.aborted) return;
+        pacer.enqueueAudio(replyId, packet);
+      }
+    }
+    for (const packet of this.encoder.flush()) {
+      if (!announced) {
+        announced = true;
+        pacer.enqueueControl(replyId, () => this.send({ type: 'tts', state: 'sentence_start', text }));
+      }
+      pacer.enqueueAudio(replyId, packet);
+    }
+  }
+
+  /** Waits for the queued audio to play out, then sends `tts stop`. */
+  async finish(): Promise<void> {
+    const { pacer, replyId, signal } = this.options;
+    if (!this.started) return;
+    await pacer.drained(replyId, signal);
+    const wait = pacer.playoutEndsAt - this.options.now() + this.options.stopMarginMs;
+    if (wait > 0 && !signal.aborted) {
+      await new Promise<void>((resolve) => {
+        const timer = setTimeout(resolve, wait);
+        signal.addEventListener(
+          'abort',
+          () => {
+            clearTimeout(timer);
+            resolve();
+          },
+          { once: true },
+        );
+      });
+    }
+    if (!signal.aborted) this.stop();
+  }
+
+  /** Cancels: nothing more of this reply leaves the pacer. */
+  cancel(): void {
+    this.options.pacer.drop(this.options.replyId);
+  }
+
+  /** `tts stop` now, once (on abort the device must hear it at once). */
+  stopNow(): void {
+    this.stop();
+  }
+
+  private begin(): void {
+    if (this.started) return;
+    this.started = true;
+    this.send({ type: 'tts', state: 'start' });
+  }
+
+  private stop(): void {
+    if (this.stopped) return;
+    this.stopped = true;
+    this.send({ type: 'tts', state: 'stop' });
+  }
+
+  private send(frame: Omit<ServerFrame, 'session_id'>): void {
+    this.options.sink.sendJson({ ...frame, session_id: this.options.sink.sessionId } as ServerFrame);
+  }
+}
