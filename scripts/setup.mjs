@@ -50,7 +50,9 @@ function newestIn(dir) {
 const installedMarker = join(root, 'node_modules', '.package-lock.json');
 if (!existsSync(installedMarker) || mtime(join(root, 'package-lock.json')) > mtime(installedMarker)) {
   say('installing npm dependencies');
-  run('npm', [existsSync(join(root, 'package-lock.json')) ? 'ci' : 'install', '--no-audit', '--no-fund']);
+  // `npm install` follows package-lock.json; `npm ci` would refuse it here because the registry this machine
+  // reaches does not serve every platform's optional binaries, so the lockfile cannot list them all.
+  run('npm', ['install', '--no-audit', '--no-fund']);
 }
 
 // 2. Debian packages

@@ -1,0 +1,304 @@
+// One device's conversation: decodes uplink audio, finds utterances, and runs the turn machine's effects
+// (recognition, replies, cancellation). The decisions live in turn-machine.ts; this file only acts.
+import { OpusPacketDecoder } from '../audio/opus.js';
+import { type Clock, monotonicClock, Pacer } from '../audio/pacer.js';
+import { UtteranceDetector, type UtteranceOptions, type VadModel } from '../audio/utterance.js';
+import type { ListenFrame } from '../protocol/index.js';
+import type { AsrProvider } from '../providers/asr/types.js';
+import type { LlmProvider } from '../providers/llm/types.js';
+import type { ChatMessage } from '../providers/openai-client.js';
+import type { TtsProvider } from '../providers/tts/types.js';
+import { matchPhrase } from '../robot/phrases.js';
+import { isRobotState, type RobotState } from '../robot/states.js';
+import type { Logger } from '../util/log.js';
+import { runChatReply, speakText } from './reply.js';
+import type { DeviceSession } from './session.js';
+import { SpeechOut } from './speech-out.js';
+import { initialTurnState, type ReplyKind, step, type TurnEffect, type TurnEvent, type TurnState } from './turn-machine.js';
+
+export interface ConversationOptions {
+  robotName: string;
+  wakeWords: string[];
+  systemPrompt: string;
+  minUtteranceChars: number;
+  historyMessages: number;
+  stopMarginMs: number;
+  utterance: Partial<UtteranceOptions>;
+  /** Longest manual-mode recording kept before it is cut. */
+  maxUtteranceMs: number;
+}
+
+export interface ConversationDeps {
+  session: DeviceSession;
+  asr: AsrProvider;
+  tts: TtsProvider;
+  llm: LlmProvider;
+  vad: VadModel;
+  options: ConversationOptions;
+  logger: Logger;
+  /** Song names available for "play X" / dance phrases. */
+  songs?: () => string[];
+  /** Plays a song asset for the dance phrase; resolves when it ends. */
+  playSong?: (name: string, signal: AbortSignal) => Promise<void>;
+  kidMode?: () => boolean;
+  clock?: Clock;
+}
+
+/** Acknowledgements spoken when a voice phrase changes the state. */
+const ACKNOWLEDGEMENTS: Record<RobotState, string> = {
+  sleep: '😴 Good night.',
+  security: '😐 Keeping watch.',
+  story_time: '😊 Story time!',
+  idle: '😊 I am here.',
+  dance: '😆 Let us dance!',
+  talk: '😊 Yes?',
+};
+
+const UPLINK_RATE = 16_000;
+
+export class Conversation {
+  private state: TurnState = initialTurnState();
+  private readonly controllers = new Map<number, AbortController>();
+  private readonly speeches = new Map<number, SpeechOut>();
+  private readonly decoder = new OpusPacketDecoder(UPLINK_RATE);
+  private readonly detector: UtteranceDetector;
+  private readonly pacer: Pacer;
+  private readonly history: ChatMessage[] = [];
+  private manualAudio: Int16Array[] = [];
+  private manualSamples = 0;
+  private readonly log: Logger;
+  robotState: RobotState = 'idle';
+  readonly stats = { utterances: 0, recognized: 0, dropped: 0, replies: 0, aborted: 0 };
+
+  constructor(private readonly deps: ConversationDeps) {
+    const { session, options } = deps;
+    this.log = deps.logger.child({ device: session.deviceId });
+    this.detector = new UtteranceDetector(deps.vad, options.utterance);
+    this.pacer = new Pacer({
+      sendAudio: (packet) => session.sendAudio(packet),
+      frameMs: 60,
+      clock: deps.clock ?? monotonicClock,
+    });
+    session.on('listen', (frame) => this.onListen(frame));
+    session.on('abort', (reason) => this.dispatch({ type: 'abort', reason: reason ?? 'device' }));
+    session.on('audio', (packet) => this.onAudio(packet));
+    session.on('event', (event) => {
+      const next = (event.data as { state?: unknown; to?: unknown } | undefined) ?? {};
+      const state = next.state ?? next.to;
+      if (event.name === 'state_changed' && isRobotState(state)) this.robotState = state;
+    });
+    session.on('closed', () => this.close());
+  }
+
+  /** Speaks text as the robot's own utterance (inject-text) or verbatim, pre-empting current speech (say). */
+  inject(text: string): void {
+    this.dispatch({ type: 'inject', text });
+  }
+
+  abort(reason: string): void {
+    this.dispatch({ type: 'abort', reason });
+  }
+
+  get turnState(): Readonly<TurnState> {
+    return this.state;
+  }
+
+  private onListen(frame: ListenFrame): void {
+    if (frame.state === 'start') this.dispatch({ type: 'listen_start', mode: frame.mode ?? 'auto' });
+    else if (frame.state === 'stop') this.dispatch({ type: 'listen_stop' });
+    else if (frame.state === 'detect' && frame.text !== undefined) {
+      const text = frame.text.trim();
+      const wakeWord = this.deps.options.wakeWords.some((w) => text.toLowerCase().replace(/[^\p{L}\p{N} ]/gu, '') === w);
+      this.dispatch({ type: 'detect', text, wakeWord });
+    }
+  }
+
+  private onAudio(packet: Uint8Array): void {
+    if (!this.state.listening) return; // wake-word pre-roll and stray audio: accepted, not a turn
+    const pcm = this.decoder.decode(packet);
+    if (!pcm) return;
+    if (this.state.mode === 'manual') {
+      if (this.manualSamples < (this.deps.options.maxUtteranceMs * UPLINK_RATE) / 1000) {
+        this.manualAudio.push(pcm);
+        this.manualSamples += pcm.length;
+      }
+      return;
+    }
+    for (const event of this.detector.push(pcm)) {
+      if (event.type === 'utterance') this.dispatch({ type: 'utterance', audio: event.pcm });
+    }
+  }
+
+  private dispatch(event: TurnEvent): void {
+    const { state, effects } = step(this.state, event, { minUtteranceChars: this.deps.options.minUtteranceChars });
+    this.state = state;
+    for (const effect of effects) {
+      try {
+        this.perform(effect);
+      } catch (error) {
+        this.log.error({ err: error, effect: effect.type }, 'turn effect failed');
+      }
+    }
+  }
+
+  private perform(effect: TurnEffect): void {
+    switch (effect.type) {
+      case 'recognize':
+        this.stats.utterances++;
+        void this.recognize(effect.turnId, effect.audio as Int16Array);
+        break;
+      case 'send_stt':
+        this.deps.session.sendJson({ type: 'stt', text: effect.text, session_id: this.deps.session.sessionId });
+        break;
+      case 'reply':
+        void this.reply(effect.turnId, effect.text, effect.kind);
+        break;
+      case 'cancel':
+        this.stats.aborted++;
+        this.controllers.get(effect.turnId)?.abort();
+        this.speeches.get(effect.turnId)?.cancel();
+        break;
+      case 'tts_stop': {
+        const speech = this.speeches.get(effect.turnId);
+        if (speech) speech.stopNow();
+        else this.deps.session.sendJson({ type: 'tts', state: 'stop', session_id: this.deps.session.sessionId });
+        break;
+      }
+      case 'flush_utterance': {
+        const pcm = concat(this.manualAudio, this.manualSamples);
+        this.manualAudio = [];
+        this.manualSamples = 0;
+        if (pcm.length > 0) this.dispatch({ type: 'utterance', audio: pcm });
+        break;
+      }
+      case 'reset_detector':
+        this.detector.reset();
+        this.decoder.reset();
+        this.manualAudio = [];
+        this.manualSamples = 0;
+        break;
+      case 'wake_word':
+        void this.onWakeWord();
+        break;
+      case 'dropped':
+        this.stats.dropped++;
+        this.log.debug({ reason: effect.reason, text: effect.text }, 'utterance dropped');
+        break;
+    }
+  }
+
+  private async recognize(turnId: number, pcm: Int16Array): Promise<void> {
+    const controller = this.track(turnId);
+    let text = '';
+    try {
+      text = (await this.deps.asr.transcribe(pcm, controller.signal)).trim();
+      this.stats.recognized++;
+      this.log.info({ turnId, text, audioMs: Math.round((pcm.length / UPLINK_RATE) * 1000) }, 'recognized');
+    } catch (error) {
+      if (!controller.signal.aborted) this.log.warn({ err: (error as Error).message }, 'speech recognition failed');
+    } finally {
+      this.untrack(turnId, controller);
+    }
+    this.dispatch({ type: 'recognized', turnId, text });
+  }
+
+  private async reply(turnId: number, text: string, kind: ReplyKind): Promise<void> {
+    const controller = this.track(turnId);
+    const speech = new SpeechOut({
+      sink: this.deps.session,
+      tts: this.deps.tts,
+      pacer: this.pacer,
+      replyId: turnId,
+      signal: controller.signal,
+      sampleRate: 24000,
+      frameMs: 60,
+      stopMarginMs: this.deps.options.stopMarginMs,
+      now: () => (this.deps.clock ?? monotonicClock).now(),
+    });
+    this.speeches.set(turnId, speech);
+    this.stats.replies++;
+    try {
+      if (kind === 'speak') {
+        await speakText(speech, text);
+        return;
+      }
+      const phrase = matchPhrase(text, this.robotState, this.deps.options.robotName, this.deps.songs?.() ?? []);
+      if (phrase) {
+        this.log.info({ phrase: phrase.phrase, target: phrase.target }, 'voice phrase');
+        await this.setState(phrase.target);
+        await speakText(speech, ACKNOWLEDGEMENTS[phrase.target]);
+        if (phrase.target === 'dance' && phrase.song && this.deps.playSong && !controller.signal.aborted) {
+          await this.deps.playSong(phrase.song, controller.signal);
+        }
+        return;
+      }
+      this.history.push({ role: 'user', content: text });
+      const spoken = await runChatReply({
+        llm: this.deps.llm,
+        speech,
+        sink: this.deps.session,
+        history: [...this.history],
+        systemPrompt: this.deps.options.systemPrompt,
+        kidMode: this.deps.kidMode?.() ?? false,
+        signal: controller.signal,
+        log: this.log,
+      });
+      if (spoken) this.history.push({ role: 'assistant', content: spoken });
+      this.trimHistory();
+    } catch (error) {
+      if (!controller.signal.aborted) this.log.error({ err: error }, 'reply failed');
+      speech.stopNow();
+    } finally {
+      this.speeches.delete(turnId);
+      this.untrack(turnId, controller);
+      this.dispatch({ type: 'reply_done', turnId });
+    }
+  }
+
+  private async onWakeWord(): Promise<void> {
+    if (this.robotState === 'idle') await this.setState('talk');
+    else if (this.robotState === 'sleep') await this.setState('idle');
+  }
+
+  /** Asks the firmware to change state; the device's own state_changed event confirms it. */
+  private async setState(target: RobotState): Promise<void> {
+    if (target === this.robotState) return;
+    try {
+      await this.deps.session.mcp.callTool('self.robot.set_state', { state: target }, { timeoutMs: 5000 });
+      this.robotState = target;
+    } catch (error) {
+      this.log.warn({ err: (error as Error).message, target }, 'device did not take the state change');
+    }
+  }
+
+  private track(turnId: number): AbortController {
+    const controller = new AbortController();
+    this.controllers.set(turnId, controller);
+    return controller;
+  }
+
+  private untrack(turnId: number, controller: AbortController): void {
+    if (this.controllers.get(turnId) === controller) this.controllers.delete(turnId);
+  }
+
+  private trimHistory(): void {
+    const max = this.deps.options.historyMessages;
+    if (this.history.length > max) this.history.splice(0, this.history.length - max);
+  }
+
+  private close(): void {
+    for (const controller of this.controllers.values()) controller.abort();
+    this.controllers.clear();
+    this.pacer.close();
+  }
+}
+
+function concat(chunks: Int16Array[], total: number): Int16Array {
+  const out = new Int16Array(total);
+  let offset = 0;
+  for (const chunk of chunks) {
+    out.set(chunk, offset);
+    offset += chunk.length;
+  }
+  return out;
+}
