@@ -14,7 +14,7 @@ const say = (message) => {
 };
 
 /** Debian packages the project uses at run time (speech engines) and in tests (a browser). */
-export const DEBIAN_PACKAGES = [];
+export const DEBIAN_PACKAGES = ['libespeak-ng1', 'espeak-ng-data', 'libpocketsphinx3', 'pocketsphinx-en-us'];
 
 function run(command, args, options = {}) {
   const result = spawnSync(command, args, {

@@ -6,7 +6,7 @@
 export interface VadModel {
   readonly windowSamples: number;
   /** Speech probability 0..1 of one window (float samples in -1..1). */
-  probability(window: Float32Array): number;
+  probability(window: Float32Array): Promise<number> | number;
   reset(): void;
 }
 
@@ -57,7 +57,7 @@ export class UtteranceDetector {
     return this.inSpeech;
   }
 
-  push(pcm: Int16Array): UtteranceEvent[] {
+  async push(pcm: Int16Array): Promise<UtteranceEvent[]> {
     const events: UtteranceEvent[] = [];
     const size = this.model.windowSamples;
     const all = new Int16Array(this.pending.length + pcm.length);
@@ -66,7 +66,7 @@ export class UtteranceDetector {
     let offset = 0;
     for (; offset + size <= all.length; offset += size) {
       const window = all.slice(offset, offset + size);
-      this.onWindow(window, events);
+      await this.onWindow(window, events);
     }
     this.pending = all.slice(offset);
     return events;
@@ -91,10 +91,10 @@ export class UtteranceDetector {
     this.model.reset();
   }
 
-  private onWindow(window: Int16Array, events: UtteranceEvent[]): void {
+  private async onWindow(window: Int16Array, events: UtteranceEvent[]): Promise<void> {
     const floats = new Float32Array(window.length);
     for (let i = 0; i < window.length; i++) floats[i] = window[i]! / 32768;
-    const p = this.model.probability(floats);
+    const p = await this.model.probability(floats);
     const o = this.options;
     if (!this.inSpeech) {
       this.pushPreroll(window);

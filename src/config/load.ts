@@ -26,6 +26,8 @@ const ENV_MAP: Array<[string, string[], 'int' | 'string' | 'bool']> = [
   ['WS_AUTH', ['auth', 'enabled'], 'bool'],
   ['WS_AUTH_SECRET', ['auth', 'secret'], 'string'],
   ['ACTIVATION_HMAC_KEY', ['activation', 'hmac_key'], 'string'],
+  ['ROBOT_NAME', ['voice', 'robot_name'], 'string'],
+  ['MIN_UTTERANCE_CHARS', ['voice', 'min_utterance_chars'], 'int'],
 ];
 
 export interface LoadOptions {

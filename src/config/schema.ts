@@ -63,6 +63,94 @@ export const configSchema = z.object({
       timeout_ms: z.number().int().positive().default(30_000),
     })
     .prefault({}),
+  selected_module: z
+    .object({
+      VAD: z.enum(['silero']).default('silero'),
+      ASR: z.enum(['auto', 'pocketsphinx', 'openai']).default('auto'),
+      LLM: z.enum(['CompatLLM']).default('CompatLLM'),
+      TTS: z.enum(['auto', 'espeak', 'openai']).default('auto'),
+    })
+    .prefault({}),
+  voice: z
+    .object({
+      /** <robot_name> in phrases (env ROBOT_NAME). */
+      robot_name: z.string().min(1).default('Pip'),
+      /** `listen detect` texts that mean "wake up and talk"; empty = hi/hey/hello/ok + robot name. */
+      wake_words: z.array(z.string()).default([]),
+      system_prompt: z
+        .string()
+        .default(
+          'You are {robot_name}, a small friendly desk robot. Answer in English in one or two short sentences. ' +
+            'Start every reply with one emoji that shows your feeling: one of 😊 😆 😢 😮 🤔 😠 😐 😍 😴.',
+        ),
+      /** Recognised text shorter than this is noise (env MIN_UTTERANCE_CHARS). */
+      min_utterance_chars: z.number().int().min(1).default(2),
+      history_messages: z.number().int().min(0).default(20),
+      tts_stop_margin_ms: z.number().int().min(0).default(400),
+    })
+    .prefault({}),
+  VAD: z
+    .object({
+      silero: z
+        .object({
+          threshold: z.number().min(0).max(1).default(0.5),
+          threshold_low: z.number().min(0).max(1).default(0.35),
+          min_silence_duration_ms: z.number().int().positive().default(700),
+          preroll_ms: z.number().int().min(0).default(600),
+          max_utterance_ms: z.number().int().positive().default(20_000),
+        })
+        .prefault({}),
+    })
+    .prefault({}),
+  ASR: z
+    .object({
+      pocketsphinx: z
+        .object({ model_dir: z.string().default('/usr/share/pocketsphinx/model/en-us') })
+        .prefault({}),
+      openai: z
+        .object({
+          url: z.string().default(''),
+          api_key: z.string().default(''),
+          model: z.string().default('whisper-1'),
+          timeout: z.number().positive().default(30),
+        })
+        .prefault({}),
+    })
+    .prefault({}),
+  TTS: z
+    .object({
+      espeak: z
+        .object({
+          voice: z.string().default('en-us'),
+          rate: z.number().int().min(80).max(450).default(165),
+          pitch: z.number().int().min(0).max(99).default(50),
+        })
+        .prefault({}),
+      openai: z
+        .object({
+          url: z.string().default(''),
+          api_key: z.string().default(''),
+          model: z.string().default('tts-1'),
+          voice: z.string().default('alloy'),
+          timeout: z.number().positive().default(30),
+        })
+        .prefault({}),
+    })
+    .prefault({}),
+  LLM: z
+    .object({
+      CompatLLM: z
+        .object({
+          url: z.string().default('http://localhost:8080/v1'),
+          api_key: z.string().default('sk-local'),
+          model: z.string().default('local-model'),
+          max_tokens: z.number().int().positive().default(256),
+          temperature: z.number().min(0).max(2).default(0.7),
+          timeout: z.number().positive().default(60),
+        })
+        .prefault({}),
+    })
+    .prefault({}),
 });
 
 export type Config = z.infer<typeof configSchema>;

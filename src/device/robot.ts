@@ -8,7 +8,7 @@ import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { setTimeout as delay } from 'node:timers/promises';
 import WebSocket from 'ws';
-import { OpusFrameEncoder, OpusPacketDecoder } from '../audio/opus.js';
+import { concatPcm, OpusFrameEncoder, OpusPacketDecoder } from '../audio/opus.js';
 import { encodeWav } from '../audio/wav.js';
 import {
   type BinaryVersion,
@@ -33,6 +33,7 @@ import {
 } from './boot.js';
 import { DeviceMcpServer } from './mcp-server.js';
 import { buildTools, type DeviceModel, initialModel } from './tools.js';
+import { speechPcm16k } from './voice.js';
 
 export interface VirtualRobotOptions {
   otaUrl: string;
@@ -278,6 +279,21 @@ export class VirtualRobot extends EventEmitter<RobotEvents> {
         if (wait > 0) await delay(wait);
       }
     }
+  }
+
+  /**
+   * Says `text` into the microphone: espeak-ng speech at 16 kHz followed by `silenceMs` of silence (so the
+   * server's VAD sees the end), streamed as Opus. Opens listening first unless `listen` is false.
+   */
+  async say(
+    text: string,
+    options: { mode?: ListenMode; paced?: boolean; silenceMs?: number; listen?: boolean } = {},
+  ): Promise<void> {
+    const pcm = await speechPcm16k(text);
+    const silence = new Int16Array((16000 * (options.silenceMs ?? 1000)) / 1000);
+    if (options.listen !== false) this.listen('start', options.mode ?? 'auto');
+    await this.sendPcm(concatPcm(pcm, silence), { paced: options.paced ?? false });
+    if (options.mode === 'manual') this.listen('stop', 'manual');
   }
 
   /** Resolves with the next server frame matching `predicate` (looking at frames from now on). */

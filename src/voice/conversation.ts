@@ -1,5 +1,6 @@
 // One device's conversation: decodes uplink audio, finds utterances, and runs the turn machine's effects
 // (recognition, replies, cancellation). The decisions live in turn-machine.ts; this file only acts.
+import type { AssetLibrary } from '../audio/assets.js';
 import { OpusPacketDecoder } from '../audio/opus.js';
 import { type Clock, monotonicClock, Pacer } from '../audio/pacer.js';
 import { UtteranceDetector, type UtteranceOptions, type VadModel } from '../audio/utterance.js';
@@ -14,7 +15,14 @@ import type { Logger } from '../util/log.js';
 import { runChatReply, speakText } from './reply.js';
 import type { DeviceSession } from './session.js';
 import { SpeechOut } from './speech-out.js';
-import { initialTurnState, type ReplyKind, step, type TurnEffect, type TurnEvent, type TurnState } from './turn-machine.js';
+import {
+  initialTurnState,
+  type ReplyKind,
+  step,
+  type TurnEffect,
+  type TurnEvent,
+  type TurnState,
+} from './turn-machine.js';
 
 export interface ConversationOptions {
   robotName: string;
@@ -36,10 +44,10 @@ export interface ConversationDeps {
   vad: VadModel;
   options: ConversationOptions;
   logger: Logger;
-  /** Song names available for "play X" / dance phrases. */
+  /** Song names available to the dance phrase ("dance to <song>"), refreshed by the server. */
   songs?: () => string[];
-  /** Plays a song asset for the dance phrase; resolves when it ends. */
-  playSong?: (name: string, signal: AbortSignal) => Promise<void>;
+  /** The songs folder, for play-asset and the dance phrase. */
+  assets?: AssetLibrary;
   kidMode?: () => boolean;
   clock?: Clock;
 }
@@ -55,6 +63,8 @@ const ACKNOWLEDGEMENTS: Record<RobotState, string> = {
 };
 
 const UPLINK_RATE = 16_000;
+/** Uplink packets waiting for the VAD before new ones are dropped (50 × 60 ms = 3 s). */
+const MAX_AUDIO_BACKLOG = 50;
 
 export class Conversation {
   private state: TurnState = initialTurnState();
@@ -65,10 +75,12 @@ export class Conversation {
   private readonly pacer: Pacer;
   private readonly history: ChatMessage[] = [];
   private manualAudio: Int16Array[] = [];
+  private audioChain: Promise<void> = Promise.resolve();
+  private audioBacklog = 0;
   private manualSamples = 0;
   private readonly log: Logger;
   robotState: RobotState = 'idle';
-  readonly stats = { utterances: 0, recognized: 0, dropped: 0, replies: 0, aborted: 0 };
+  readonly stats = { utterances: 0, recognized: 0, dropped: 0, replies: 0, aborted: 0, droppedAudio: 0 };
 
   constructor(private readonly deps: ConversationDeps) {
     const { session, options } = deps;
@@ -90,9 +102,19 @@ export class Conversation {
     session.on('closed', () => this.close());
   }
 
-  /** Speaks text as the robot's own utterance (inject-text) or verbatim, pre-empting current speech (say). */
+  /** The robot speaks `text` as its own utterance (inject-text): the channel opens and the robot talks. */
   inject(text: string): void {
-    this.dispatch({ type: 'inject', text });
+    this.dispatch({ type: 'inject', text, kind: 'speak' });
+  }
+
+  /** Synthesises and plays `text` verbatim, pre-empting current speech (say). */
+  say(text: string): void {
+    this.dispatch({ type: 'inject', text, kind: 'say' });
+  }
+
+  /** Plays a named asset from the songs folder like speech (play-asset). */
+  playAsset(name: string): void {
+    this.dispatch({ type: 'inject', text: name, kind: 'asset' });
   }
 
   abort(reason: string): void {
@@ -108,7 +130,9 @@ export class Conversation {
     else if (frame.state === 'stop') this.dispatch({ type: 'listen_stop' });
     else if (frame.state === 'detect' && frame.text !== undefined) {
       const text = frame.text.trim();
-      const wakeWord = this.deps.options.wakeWords.some((w) => text.toLowerCase().replace(/[^\p{L}\p{N} ]/gu, '') === w);
+      const wakeWord = this.deps.options.wakeWords.some(
+        (w) => text.toLowerCase().replace(/[^\p{L}\p{N} ]/gu, '') === w,
+      );
       this.dispatch({ type: 'detect', text, wakeWord });
     }
   }
@@ -124,13 +148,29 @@ export class Conversation {
       }
       return;
     }
-    for (const event of this.detector.push(pcm)) {
-      if (event.type === 'utterance') this.dispatch({ type: 'utterance', audio: event.pcm });
+    // The VAD model is async; windows of one device must stay in order, and a device that sends faster
+    // than we can score (a backlog of ~3 s) loses audio rather than growing memory.
+    if (this.audioBacklog >= MAX_AUDIO_BACKLOG) {
+      this.stats.droppedAudio++;
+      return;
     }
+    this.audioBacklog++;
+    this.audioChain = this.audioChain
+      .then(async () => {
+        for (const event of await this.detector.push(pcm)) {
+          if (event.type === 'utterance') this.dispatch({ type: 'utterance', audio: event.pcm });
+        }
+      })
+      .catch((error) => this.log.warn({ err: (error as Error).message }, 'voice activity detection failed'))
+      .finally(() => {
+        this.audioBacklog--;
+      });
   }
 
   private dispatch(event: TurnEvent): void {
-    const { state, effects } = step(this.state, event, { minUtteranceChars: this.deps.options.minUtteranceChars });
+    const { state, effects } = step(this.state, event, {
+      minUtteranceChars: this.deps.options.minUtteranceChars,
+    });
     this.state = state;
     for (const effect of effects) {
       try {
@@ -148,7 +188,11 @@ export class Conversation {
         void this.recognize(effect.turnId, effect.audio as Int16Array);
         break;
       case 'send_stt':
-        this.deps.session.sendJson({ type: 'stt', text: effect.text, session_id: this.deps.session.sessionId });
+        this.deps.session.sendJson({
+          type: 'stt',
+          text: effect.text,
+          session_id: this.deps.session.sessionId,
+        });
         break;
       case 'reply':
         void this.reply(effect.turnId, effect.text, effect.kind);
@@ -161,7 +205,8 @@ export class Conversation {
       case 'tts_stop': {
         const speech = this.speeches.get(effect.turnId);
         if (speech) speech.stopNow();
-        else this.deps.session.sendJson({ type: 'tts', state: 'stop', session_id: this.deps.session.sessionId });
+        else
+          this.deps.session.sendJson({ type: 'tts', state: 'stop', session_id: this.deps.session.sessionId });
         break;
       }
       case 'flush_utterance': {
@@ -172,7 +217,7 @@ export class Conversation {
         break;
       }
       case 'reset_detector':
-        this.detector.reset();
+        this.audioChain = this.audioChain.then(() => this.detector.reset());
         this.decoder.reset();
         this.manualAudio = [];
         this.manualSamples = 0;
@@ -195,7 +240,8 @@ export class Conversation {
       this.stats.recognized++;
       this.log.info({ turnId, text, audioMs: Math.round((pcm.length / UPLINK_RATE) * 1000) }, 'recognized');
     } catch (error) {
-      if (!controller.signal.aborted) this.log.warn({ err: (error as Error).message }, 'speech recognition failed');
+      if (!controller.signal.aborted)
+        this.log.warn({ err: (error as Error).message }, 'speech recognition failed');
     } finally {
       this.untrack(turnId, controller);
     }
@@ -219,17 +265,30 @@ export class Conversation {
     this.stats.replies++;
     try {
       if (kind === 'speak') {
+        if (this.robotState === 'idle' || this.robotState === 'sleep') await this.setState('talk');
         await speakText(speech, text);
+      } else if (kind === 'say') {
+        await speech.speakVerbatim(text);
+      } else if (kind === 'asset') {
+        await this.playNamedAsset(speech, text, controller.signal);
+      }
+      if (kind !== 'chat') {
+        await speech.finish();
         return;
       }
-      const phrase = matchPhrase(text, this.robotState, this.deps.options.robotName, this.deps.songs?.() ?? []);
+      const phrase = matchPhrase(
+        text,
+        this.robotState,
+        this.deps.options.robotName,
+        this.deps.songs?.() ?? [],
+      );
       if (phrase) {
         this.log.info({ phrase: phrase.phrase, target: phrase.target }, 'voice phrase');
         await this.setState(phrase.target);
         await speakText(speech, ACKNOWLEDGEMENTS[phrase.target]);
-        if (phrase.target === 'dance' && phrase.song && this.deps.playSong && !controller.signal.aborted) {
-          await this.deps.playSong(phrase.song, controller.signal);
-        }
+        if (phrase.target === 'dance' && phrase.song)
+          await this.playNamedAsset(speech, phrase.song, controller.signal);
+        await speech.finish();
         return;
       }
       this.history.push({ role: 'user', content: text });
@@ -253,6 +312,13 @@ export class Conversation {
       this.untrack(turnId, controller);
       this.dispatch({ type: 'reply_done', turnId });
     }
+  }
+
+  private async playNamedAsset(speech: SpeechOut, name: string, signal: AbortSignal): Promise<void> {
+    const assets = this.deps.assets;
+    if (!assets || signal.aborted) return;
+    const asset = await assets.find(name);
+    await speech.playPcm(await assets.decode(asset, 24_000), asset.name);
   }
 
   private async onWakeWord(): Promise<void> {

@@ -64,10 +64,8 @@ export async function runChatReply(input: ChatReplyInput): Promise<string> {
   return speech.spoken.join(' ');
 }
 
-/** Speaks fixed text (acknowledgements, inject-text, say) through the same segmenting and TTS path. */
-export async function speakText(speech: SpeechOut, text: string): Promise<string> {
+/** Speaks fixed text (acknowledgements, inject-text) through the same segmenting and TTS path. */
+export async function speakText(speech: SpeechOut, text: string): Promise<void> {
   const segmenter = new Segmenter();
   for (const segment of [...segmenter.push(text), ...segmenter.flush()]) await speech.speak(segment);
-  await speech.finish();
-  return speech.spoken.join(' ');
 }

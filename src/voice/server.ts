@@ -4,13 +4,18 @@ import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { join, resolve } from 'node:path';
+import { AssetLibrary } from '../audio/assets.js';
+import { loadResampler } from '../audio/resample.js';
 import type { Config } from '../config/index.js';
 import { createHttpApp } from '../util/http-app.js';
 import type { Logger } from '../util/log.js';
 import { VERSION } from '../version.js';
 import { ActivationService } from './activation.js';
+import { registerAdminRoutes } from './admin-routes.js';
+import { Conversation, type ConversationOptions } from './conversation.js';
 import { FirmwareStore } from './firmware-store.js';
 import { registerOtaRoutes } from './ota-routes.js';
+import { createProviders, type VoiceProviders } from './providers.js';
 import { DeviceRegistry } from './registry.js';
 import { DeviceSession } from './session.js';
 import { createWsListener } from './ws-listener.js';
@@ -22,13 +27,27 @@ export interface VoiceServer {
   readonly registry: DeviceRegistry<DeviceSession>;
   readonly wsPort: number;
   readonly httpPort: number;
+  readonly providers: VoiceProviders;
+  conversationOf(session: DeviceSession): Conversation | undefined;
   /** Called for every new device session, so later stages (the turn pipeline) can attach. */
   onSession(listener: (session: DeviceSession) => void): void;
   close(): Promise<void>;
 }
 
-export async function startVoiceServer(config: Config, logger: Logger): Promise<VoiceServer> {
+export interface VoiceServerOptions {
+  /** Providers to use instead of the ones the configuration selects. */
+  providers?: VoiceProviders;
+}
+
+export async function startVoiceServer(
+  config: Config,
+  logger: Logger,
+  options: VoiceServerOptions = {},
+): Promise<VoiceServer> {
   const dataDir = resolve(config.data_dir);
+  await loadResampler();
+  const providers = options.providers ?? createProviders(config);
+  await providers.createVad(); // fail at startup, not at the first hello
   mkdirSync(dataDir, { recursive: true });
   const registry = new DeviceRegistry<DeviceSession>();
   const sessionListeners: Array<(session: DeviceSession) => void> = [];
@@ -49,16 +68,38 @@ export async function startVoiceServer(config: Config, logger: Logger): Promise<
     timezoneOffsetMin: config.server.timezone_offset_min,
     ...(authSecret ? { auth: { secret: authSecret, ttlSec: config.auth.token_ttl_sec } } : {}),
   });
-  app.get('/device/admin/devices', async () => ({
-    devices: registry.list().map((session) => ({
-      device_id: session.deviceId,
-      session_id: session.sessionId,
-      client_id: session.info.clientId,
-      protocol_version: session.info.binaryVersion,
-      connected_at: new Date(session.connectedAt).toISOString(),
-      tools: session.tools.map((tool) => tool.name),
-    })),
-  }));
+  const conversations = new WeakMap<DeviceSession, Conversation>();
+  const assets = new AssetLibrary(join(dataDir, 'songs'));
+  let songNames: string[] = [];
+  const refreshSongs = () =>
+    assets.list().then((list) => {
+      songNames = list.map((a) => a.name);
+    });
+  await refreshSongs();
+  const songTimer = setInterval(() => void refreshSongs(), 10_000);
+  songTimer.unref();
+  registerAdminRoutes(app, {
+    registry,
+    conversationOf: (session) => conversations.get(session),
+    assets,
+    mcpTimeoutMs: Math.min(config.mcp.timeout_ms, 10_000),
+  });
+  const conversationOptions: ConversationOptions = {
+    robotName: config.voice.robot_name,
+    wakeWords: wakeWords(config),
+    systemPrompt: config.voice.system_prompt.replaceAll('{robot_name}', config.voice.robot_name),
+    minUtteranceChars: config.voice.min_utterance_chars,
+    historyMessages: config.voice.history_messages,
+    stopMarginMs: config.voice.tts_stop_margin_ms,
+    maxUtteranceMs: config.VAD.silero.max_utterance_ms,
+    utterance: {
+      silenceMs: config.VAD.silero.min_silence_duration_ms,
+      prerollMs: config.VAD.silero.preroll_ms,
+      maxUtteranceMs: config.VAD.silero.max_utterance_ms,
+      startThreshold: config.VAD.silero.threshold,
+      endThreshold: config.VAD.silero.threshold_low,
+    },
+  };
 
   const wsLogger = logger.child({ component: 'voice-ws' });
   const wsServer = createWsListener({
@@ -79,6 +120,26 @@ export async function startVoiceServer(config: Config, logger: Logger): Promise<
       });
       registry.add(session);
       session.on('closed', () => registry.remove(session));
+      session.once('hello', () => {
+        void providers.createVad().then(
+          (vad) => {
+            if (session.isClosed) return;
+            conversations.set(
+              session,
+              new Conversation({
+                session,
+                ...providers,
+                vad,
+                options: conversationOptions,
+                logger: wsLogger,
+                assets,
+                songs: () => songNames,
+              }),
+            );
+          },
+          (error) => wsLogger.error({ err: error }, 'voice activity detector failed to load'),
+        );
+      });
       wsLogger.info(
         { device: info.deviceId, version: info.binaryVersion, remote: info.remoteAddress },
         'device connected',
@@ -105,8 +166,11 @@ export async function startVoiceServer(config: Config, logger: Logger): Promise<
     get httpPort() {
       return httpPort;
     },
+    providers,
+    conversationOf: (session) => conversations.get(session),
     onSession: (listener) => sessionListeners.push(listener),
     async close() {
+      clearInterval(songTimer);
       for (const session of registry.list()) session.close(1001, 'server shutting down');
       await new Promise<void>((done) => {
         wsServer.close(() => done());
@@ -115,6 +179,13 @@ export async function startVoiceServer(config: Config, logger: Logger): Promise<
       await app.close();
     },
   };
+}
+
+/** Wake words: configured, else "hi/hey/hello/ok <robot name>" and the bare name. */
+function wakeWords(config: Config): string[] {
+  if (config.voice.wake_words.length > 0) return config.voice.wake_words.map((w) => w.toLowerCase());
+  const name = config.voice.robot_name.toLowerCase();
+  return [name, `hi ${name}`, `hey ${name}`, `hello ${name}`, `ok ${name}`];
 }
 
 function listen(server: Server, host: string, port: number): Promise<number> {

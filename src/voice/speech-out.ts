@@ -53,32 +53,56 @@ export class SpeechOut {
     return rest;
   }
 
-  /** Synthesises one segment and queues its audio behind the segments before it. */
+  /** Synthesises one segment (markdown and emoji removed) and queues it behind the segments before it. */
   async speak(segment: string): Promise<void> {
-    const { signal, pacer, replyId, tts } = this.options;
-    const text = stripEmoji(cleanForSpeech(this.emotion(segment)));
-    if (!text || signal.aborted) return;
-    this.begin();
+    await this.speakVerbatim(stripEmoji(cleanForSpeech(this.emotion(segment))));
+  }
+
+  /** Synthesises text as given (no emotion frame, no clean-up beyond what the engine needs). */
+  async speakVerbatim(text: string): Promise<void> {
+    const { signal, tts } = this.options;
+    if (!text.trim() || signal.aborted) return;
     this.spoken.push(text);
-    let announced = false;
+    const announce = this.announcer(text);
     for await (const pcm of tts.synthesize(text, signal)) {
       if (signal.aborted) return;
-      const packets = this.encoder.encode(resample(pcm, tts.sampleRate, this.options.sampleRate));
-      if (packets.length > 0 && !announced) {
-        announced = true;
-        pacer.enqueueControl(replyId, () => this.send({ type: 'tts', state: 'sentence_start', text }));
-      }
-      for (const packet of packets) {
-        await pacer.waitForRoom(signal);
-        if (signal.aborted) return;
-        pacer.enqueueAudio(replyId, packet);
-      }
+      await this.enqueue(
+        this.encoder.encode(resample(pcm, tts.sampleRate, this.options.sampleRate)),
+        announce,
+      );
     }
-    for (const packet of this.encoder.flush()) {
-      if (!announced) {
-        announced = true;
-        pacer.enqueueControl(replyId, () => this.send({ type: 'tts', state: 'sentence_start', text }));
-      }
+    await this.enqueue(this.encoder.flush(), announce);
+  }
+
+  /** Queues ready PCM at the downlink rate (a song, a sound) as one "sentence" labelled `label`. */
+  async playPcm(pcm: Int16Array, label: string): Promise<void> {
+    const announce = this.announcer(label);
+    const chunk = (this.options.sampleRate * 600) / 1000; // 600 ms at a time keeps the queue bounded
+    for (let offset = 0; offset < pcm.length && !this.options.signal.aborted; offset += chunk) {
+      await this.enqueue(this.encoder.encode(pcm.subarray(offset, offset + chunk)), announce);
+    }
+    await this.enqueue(this.encoder.flush(), announce);
+  }
+
+  /** `sentence_start` goes into the queue just before the first frame of its text. */
+  private announcer(text: string): () => void {
+    let done = false;
+    return () => {
+      if (done) return;
+      done = true;
+      this.begin();
+      this.options.pacer.enqueueControl(this.options.replyId, () =>
+        this.send({ type: 'tts', state: 'sentence_start', text }),
+      );
+    };
+  }
+
+  private async enqueue(packets: Uint8Array[], announce: () => void): Promise<void> {
+    const { pacer, replyId, signal } = this.options;
+    for (const packet of packets) {
+      await pacer.waitForRoom(signal);
+      if (signal.aborted) return;
+      announce();
       pacer.enqueueAudio(replyId, packet);
     }
   }

@@ -14,7 +14,8 @@ export interface TurnState {
   replying: number | null;
 }
 
-export type ReplyKind = 'chat' | 'speak';
+/** chat: the model answers; speak: inject-text (the robot's own words); say: verbatim; asset: play a named sound. */
+export type ReplyKind = 'chat' | 'speak' | 'say' | 'asset';
 
 export type TurnEvent =
   | { type: 'listen_start'; mode: ListenMode }
@@ -24,7 +25,7 @@ export type TurnEvent =
   | { type: 'recognized'; turnId: number; text: string }
   | { type: 'reply_done'; turnId: number }
   | { type: 'abort'; reason: string }
-  | { type: 'inject'; text: string };
+  | { type: 'inject'; text: string; kind: Exclude<ReplyKind, 'chat'> };
 
 export type TurnEffect =
   | { type: 'recognize'; turnId: number; audio: unknown }
@@ -114,7 +115,7 @@ export function step(state: TurnState, event: TurnEvent, config: TurnConfig): St
     }
 
     case 'inject':
-      return startReply(state, event.text, 'speak', config, false);
+      return startReply(state, event.text, event.kind, config, false);
   }
 }
 

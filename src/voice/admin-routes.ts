@@ -1,0 +1,162 @@
+// Voice server admin routes (/device/admin/*): speech, assets, abort and the robot's MCP tools.
+// Every route takes an optional device_id (else the only/first connected device): unknown device → 404,
+// none connected → 503, bad body → 400, device error → 502, device timeout → 504.
+import type { FastifyInstance } from 'fastify';
+import { z } from 'zod';
+import { AssetError, type AssetLibrary } from '../audio/assets.js';
+import { McpError, toolResultText } from '../protocol/index.js';
+import { ROBOT_STATES, TOGGLE_NAMES } from '../robot/states.js';
+import { HttpError } from '../util/http-error.js';
+import type { Conversation } from './conversation.js';
+import type { DeviceRegistry } from './registry.js';
+import type { DeviceSession } from './session.js';
+
+export interface AdminRouteOptions {
+  registry: DeviceRegistry<DeviceSession>;
+  conversationOf: (session: DeviceSession) => Conversation | undefined;
+  assets: AssetLibrary;
+  mcpTimeoutMs: number;
+}
+
+const deviceId = z.string().min(1).max(64).optional();
+const text = z.string().trim().min(1).max(2000);
+const schemas = {
+  text: z.object({ text, device_id: deviceId }),
+  device: z.object({ device_id: deviceId }),
+  asset: z.object({ name: z.string().min(1).max(120), device_id: deviceId }),
+  photo: z.object({ question: z.string().max(500).optional(), device_id: deviceId }),
+  head: z
+    .object({
+      yaw: z.number().int().min(-90).max(90).optional(),
+      pitch: z.number().int().min(-45).max(45).optional(),
+      device_id: deviceId,
+    })
+    .refine((b) => b.yaw !== undefined || b.pitch !== undefined, 'give yaw and/or pitch'),
+  state: z.object({ state: z.enum(ROBOT_STATES), device_id: deviceId }),
+  toggle: z.object({ name: z.enum(TOGGLE_NAMES), enabled: z.boolean(), device_id: deviceId }),
+};
+
+function parse<T>(schema: z.ZodType<T>, body: unknown): T {
+  const result = schema.safeParse(body ?? {});
+  if (result.success) return result.data;
+  const issue = result.error.issues[0];
+  const where = issue?.path.join('.') || 'body';
+  throw new HttpError(400, 'invalid_body', `${where}: ${issue?.message ?? 'invalid'}`);
+}
+
+export function registerAdminRoutes(app: FastifyInstance, options: AdminRouteOptions): void {
+  const { registry } = options;
+
+  const pick = (id: string | undefined): DeviceSession => {
+    const session = registry.pick(id);
+    if (session) return session;
+    if (id) throw new HttpError(404, 'unknown_device', `device ${id} is not connected`);
+    throw new HttpError(503, 'no_device', 'no device is connected');
+  };
+  const conversation = (id: string | undefined) => {
+    const session = pick(id);
+    const found = options.conversationOf(session);
+    if (!found)
+      throw new HttpError(503, 'device_not_ready', `device ${session.deviceId} has not said hello yet`);
+    return { session, conversation: found };
+  };
+  const callTool = async (id: string | undefined, tool: string, args: Record<string, unknown>) => {
+    const session = pick(id);
+    try {
+      const result = await session.mcp.callTool(tool, args, { timeoutMs: options.mcpTimeoutMs });
+      return { ok: true, device_id: session.deviceId, tool, result: toolResultText(result) };
+    } catch (error) {
+      if (error instanceof McpError && error.code === 'timeout') {
+        throw new HttpError(504, 'device_timeout', `device did not answer ${tool} in time`);
+      }
+      throw new HttpError(502, 'device_error', `device refused ${tool}: ${(error as Error).message}`);
+    }
+  };
+
+  app.get('/device/admin/devices', async () => ({
+    devices: registry.list().map((session) => ({
+      device_id: session.deviceId,
+      session_id: session.sessionId,
+      client_id: session.info.clientId,
+      protocol_version: session.info.binaryVersion,
+      connected_at: new Date(session.connectedAt).toISOString(),
+      robot_state: options.conversationOf(session)?.robotState ?? null,
+      tools: session.tools.map((tool) => tool.name),
+    })),
+  }));
+
+  app.post('/device/admin/inject-text', async (request) => {
+    const body = parse(schemas.text, request.body);
+    const { session, conversation: c } = conversation(body.device_id);
+    c.inject(body.text);
+    return { ok: true, device_id: session.deviceId };
+  });
+
+  app.post('/device/admin/say', async (request) => {
+    const body = parse(schemas.text, request.body);
+    const { session, conversation: c } = conversation(body.device_id);
+    c.say(body.text);
+    return { ok: true, device_id: session.deviceId };
+  });
+
+  app.post('/device/admin/abort', async (request) => {
+    const body = parse(schemas.device, request.body);
+    const { session, conversation: c } = conversation(body.device_id);
+    const busy = c.turnState.replying !== null || c.turnState.recognizing !== null;
+    c.abort('admin');
+    return { ok: true, device_id: session.deviceId, aborted: busy };
+  });
+
+  app.get('/device/admin/songs', async () => ({
+    songs: (await options.assets.list()).map((a) => ({ name: a.name, file: a.file, bytes: a.bytes })),
+  }));
+
+  app.post('/device/admin/play-asset', async (request) => {
+    const body = parse(schemas.asset, request.body);
+    const { session, conversation: c } = conversation(body.device_id);
+    try {
+      const asset = await options.assets.find(body.name);
+      c.playAsset(asset.name);
+      return { ok: true, device_id: session.deviceId, name: asset.name };
+    } catch (error) {
+      if (error instanceof AssetError) {
+        throw new HttpError(
+          error.code === 'unsafe_name' ? 400 : 404,
+          error.code === 'unsafe_name' ? 'unsafe_name' : 'unknown_asset',
+          error.message,
+        );
+      }
+      throw error;
+    }
+  });
+
+  app.post('/device/admin/take-photo', async (request) => {
+    const body = parse(schemas.photo, request.body);
+    return callTool(body.device_id, 'self.camera.take_photo', {
+      question: body.question ?? 'Describe what you see.',
+    });
+  });
+
+  app.post('/device/admin/set-head-angles', async (request) => {
+    const { device_id, ...angles } = parse(schemas.head, request.body);
+    return callTool(device_id, 'self.robot.set_head_angles', angles);
+  });
+
+  app.post('/device/admin/set-state', async (request) => {
+    const body = parse(schemas.state, request.body);
+    const reply = await callTool(body.device_id, 'self.robot.set_state', { state: body.state });
+    const c = options.conversationOf(pick(body.device_id));
+    if (c) c.robotState = body.state;
+    return reply;
+  });
+
+  app.post('/device/admin/set-toggle', async (request) => {
+    const body = parse(schemas.toggle, request.body);
+    return callTool(body.device_id, 'self.robot.set_toggle', { name: body.name, enabled: body.enabled });
+  });
+
+  app.post('/device/admin/set-face-identified', async (request) => {
+    const body = parse(schemas.device, request.body);
+    return callTool(body.device_id, 'self.robot.set_face_identified', {});
+  });
+}

@@ -1,0 +1,74 @@
+// Builds the selected providers from the configuration (`selected_module`), with `auto` choosing the
+// best one installed. A provider that cannot start stops startup with a message saying what to install.
+import { SileroVad } from '../audio/silero.js';
+import type { VadModel } from '../audio/utterance.js';
+import type { Config } from '../config/index.js';
+import { OpenAiAsr } from '../providers/asr/openai.js';
+import { PocketsphinxAsr } from '../providers/asr/pocketsphinx.js';
+import type { AsrProvider } from '../providers/asr/types.js';
+import { CompatLlm } from '../providers/llm/compat.js';
+import type { LlmProvider } from '../providers/llm/types.js';
+import { EspeakTts } from '../providers/tts/espeak.js';
+import { OpenAiTts } from '../providers/tts/openai.js';
+import type { TtsProvider } from '../providers/tts/types.js';
+import { phraseTable } from '../robot/phrases.js';
+
+export interface VoiceProviders {
+  asr: AsrProvider;
+  tts: TtsProvider;
+  llm: LlmProvider;
+  createVad(): Promise<VadModel>;
+}
+
+export function createAsr(config: Config): AsrProvider {
+  const choice = config.selected_module.ASR;
+  const openai = config.ASR.openai;
+  if (choice === 'openai' || (choice === 'auto' && openai.url)) {
+    if (!openai.url) throw new Error('ASR "openai" needs ASR.openai.url (a /v1 base URL)');
+    return new OpenAiAsr({
+      url: openai.url,
+      apiKey: openai.api_key,
+      model: openai.model,
+      timeoutSec: openai.timeout,
+    });
+  }
+  const commands = phraseTable(config.voice.robot_name).flatMap((row) => row.phrases);
+  return new PocketsphinxAsr({ modelDir: config.ASR.pocketsphinx.model_dir, commands });
+}
+
+export function createTts(config: Config): TtsProvider {
+  const choice = config.selected_module.TTS;
+  const openai = config.TTS.openai;
+  if (choice === 'openai') {
+    if (!openai.url) throw new Error('TTS "openai" needs TTS.openai.url (a /v1 base URL)');
+    return new OpenAiTts({
+      url: openai.url,
+      apiKey: openai.api_key,
+      model: openai.model,
+      voice: openai.voice,
+      timeoutSec: openai.timeout,
+    });
+  }
+  return new EspeakTts(config.TTS.espeak);
+}
+
+export function createLlm(config: Config): LlmProvider {
+  const c = config.LLM.CompatLLM;
+  return new CompatLlm({
+    url: c.url,
+    apiKey: c.api_key,
+    model: c.model,
+    maxTokens: c.max_tokens,
+    temperature: c.temperature,
+    timeoutSec: c.timeout,
+  });
+}
+
+export function createProviders(config: Config): VoiceProviders {
+  return {
+    asr: createAsr(config),
+    tts: createTts(config),
+    llm: createLlm(config),
+    createVad: () => SileroVad.create(),
+  };
+}
