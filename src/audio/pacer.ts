@@ -21,7 +21,7 @@ type Item = { replyId: number } & (
 );
 
 export interface PacerOptions {
-  sendAudio: (packet: Uint8Array) => void;
+  sendAudio: (packet: Uint8Array, replyId: number) => void;
   frameMs?: number;
   prebufferFrames?: number;
   /** Queue bound; producers wait for room (waitForRoom) instead of growing it. */
@@ -131,7 +131,7 @@ export class Pacer {
       this.queuedAudio--;
       this.playoutEnd = Math.max(this.playoutEnd, now) + this.frameMs;
       this.framesSent++;
-      this.options.sendAudio(head.packet);
+      this.options.sendAudio(head.packet, head.replyId);
     }
     this.wakeWaiters();
   }

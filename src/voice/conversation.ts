@@ -1,5 +1,6 @@
 // One device's conversation: decodes uplink audio, finds utterances, and runs the turn machine's effects
 // (recognition, replies, cancellation). The decisions live in turn-machine.ts; this file only acts.
+import { EventEmitter } from 'node:events';
 import type { AssetLibrary } from '../audio/assets.js';
 import { OpusPacketDecoder } from '../audio/opus.js';
 import { type Clock, monotonicClock, Pacer } from '../audio/pacer.js';
@@ -66,7 +67,28 @@ const UPLINK_RATE = 16_000;
 /** Uplink packets waiting for the VAD before new ones are dropped (50 × 60 ms = 3 s). */
 const MAX_AUDIO_BACKLOG = 50;
 
-export class Conversation {
+/** Stage timings of one turn (performance.now() milliseconds), for metrics and the bench. */
+export interface TurnTiming {
+  turnId: number;
+  kind: ReplyKind;
+  text: string;
+  /** The VAD (or listen stop) ended the utterance. */
+  utteranceEndAt?: number;
+  asrMs?: number;
+  sttAt?: number;
+  replyStartAt: number;
+  modelFirstTokenAt?: number;
+  ttsFirstChunkMs?: number;
+  firstAudioAt?: number;
+  endAt?: number;
+  aborted: boolean;
+}
+
+export interface ConversationEvents {
+  turn: [TurnTiming];
+}
+
+export class Conversation extends EventEmitter<ConversationEvents> {
   private state: TurnState = initialTurnState();
   private readonly controllers = new Map<number, AbortController>();
   private readonly speeches = new Map<number, SpeechOut>();
@@ -80,14 +102,23 @@ export class Conversation {
   private manualSamples = 0;
   private readonly log: Logger;
   robotState: RobotState = 'idle';
+  private sttAt: number | undefined;
   readonly stats = { utterances: 0, recognized: 0, dropped: 0, replies: 0, aborted: 0, droppedAudio: 0 };
 
+  private readonly timings = new Map<number, TurnTiming>();
+  private readonly recognitions = new Map<number, { endAt: number; asrMs?: number }>();
+
   constructor(private readonly deps: ConversationDeps) {
+    super();
     const { session, options } = deps;
     this.log = deps.logger.child({ device: session.deviceId });
     this.detector = new UtteranceDetector(deps.vad, options.utterance);
     this.pacer = new Pacer({
-      sendAudio: (packet) => session.sendAudio(packet),
+      sendAudio: (packet, replyId) => {
+        const timing = this.timings.get(replyId);
+        if (timing && timing.firstAudioAt === undefined) timing.firstAudioAt = performance.now();
+        session.sendAudio(packet);
+      },
       frameMs: 60,
       clock: deps.clock ?? monotonicClock,
     });
@@ -188,6 +219,7 @@ export class Conversation {
         void this.recognize(effect.turnId, effect.audio as Int16Array);
         break;
       case 'send_stt':
+        this.sttAt = performance.now();
         this.deps.session.sendJson({
           type: 'stt',
           text: effect.text,
@@ -234,9 +266,12 @@ export class Conversation {
 
   private async recognize(turnId: number, pcm: Int16Array): Promise<void> {
     const controller = this.track(turnId);
+    const recognition: { endAt: number; asrMs?: number } = { endAt: performance.now() };
+    this.recognitions.set(turnId, recognition);
     let text = '';
     try {
       text = (await this.deps.asr.transcribe(pcm, controller.signal)).trim();
+      recognition.asrMs = performance.now() - recognition.endAt;
       this.stats.recognized++;
       this.log.info({ turnId, text, audioMs: Math.round((pcm.length / UPLINK_RATE) * 1000) }, 'recognized');
     } catch (error) {
@@ -246,6 +281,7 @@ export class Conversation {
       this.untrack(turnId, controller);
     }
     this.dispatch({ type: 'recognized', turnId, text });
+    this.recognitions.delete(turnId); // the reply (if any) took it synchronously
   }
 
   private async reply(turnId: number, text: string, kind: ReplyKind): Promise<void> {
@@ -263,6 +299,18 @@ export class Conversation {
     });
     this.speeches.set(turnId, speech);
     this.stats.replies++;
+    const recognition = this.recognitions.get(turnId);
+    this.recognitions.delete(turnId);
+    const timing: TurnTiming = {
+      turnId,
+      kind,
+      text,
+      replyStartAt: performance.now(),
+      aborted: false,
+      ...(recognition ? { utteranceEndAt: recognition.endAt, asrMs: recognition.asrMs } : {}),
+      ...(kind === 'chat' && this.sttAt !== undefined ? { sttAt: this.sttAt } : {}),
+    };
+    this.timings.set(turnId, timing);
     try {
       if (kind === 'speak') {
         if (this.robotState === 'idle' || this.robotState === 'sleep') await this.setState('talk');
@@ -301,6 +349,9 @@ export class Conversation {
         kidMode: this.deps.kidMode?.() ?? false,
         signal: controller.signal,
         log: this.log,
+        onFirstToken: () => {
+          timing.modelFirstTokenAt = performance.now();
+        },
       });
       if (spoken) this.history.push({ role: 'assistant', content: spoken });
       this.trimHistory();
@@ -308,9 +359,14 @@ export class Conversation {
       if (!controller.signal.aborted) this.log.error({ err: error }, 'reply failed');
       speech.stopNow();
     } finally {
+      timing.endAt = performance.now();
+      timing.aborted = controller.signal.aborted;
+      if (speech.ttsFirstChunkMs !== undefined) timing.ttsFirstChunkMs = speech.ttsFirstChunkMs;
+      this.timings.delete(turnId);
       this.speeches.delete(turnId);
       this.untrack(turnId, controller);
       this.dispatch({ type: 'reply_done', turnId });
+      this.emit('turn', timing);
     }
   }
 
@@ -353,6 +409,7 @@ export class Conversation {
   }
 
   private close(): void {
+    this.recognitions.clear();
     for (const controller of this.controllers.values()) controller.abort();
     this.controllers.clear();
     this.pacer.close();

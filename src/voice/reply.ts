@@ -26,6 +26,8 @@ export interface ChatReplyInput {
   kidMode: boolean;
   signal: AbortSignal;
   log: Logger;
+  /** Called once, when the model's first text arrives. */
+  onFirstToken?: () => void;
 }
 
 /** Runs one chat reply to the end (or until aborted). Returns the text that was spoken. */
@@ -45,7 +47,12 @@ export async function runChatReply(input: ChatReplyInput): Promise<string> {
       signal,
       say: (filler) => segments.push(filler),
     });
+    let first = true;
     for await (const delta of stream) {
+      if (first) {
+        first = false;
+        input.onFirstToken?.();
+      }
       for (const segment of segmenter.push(delta)) segments.push(segment);
     }
     for (const segment of segmenter.flush()) segments.push(segment);

@@ -34,6 +34,8 @@ export class SpeechOut {
   private readonly encoder: OpusFrameEncoder;
   /** Every segment spoken, cleaned, for the dialogue history. */
   readonly spoken: string[] = [];
+  /** Milliseconds the speech engine took to its first chunk of audio (first segment only). */
+  ttsFirstChunkMs: number | undefined;
 
   constructor(private readonly options: SpeechOutOptions) {
     this.encoder = new OpusFrameEncoder(options.sampleRate, options.frameMs);
@@ -64,8 +66,10 @@ export class SpeechOut {
     if (!text.trim() || signal.aborted) return;
     this.spoken.push(text);
     const announce = this.announcer(text);
+    const started = performance.now();
     for await (const pcm of tts.synthesize(text, signal)) {
       if (signal.aborted) return;
+      this.ttsFirstChunkMs ??= performance.now() - started;
       await this.enqueue(
         this.encoder.encode(resample(pcm, tts.sampleRate, this.options.sampleRate)),
         announce,
