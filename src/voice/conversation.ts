@@ -64,8 +64,8 @@ const ACKNOWLEDGEMENTS: Record<RobotState, string> = {
 };
 
 const UPLINK_RATE = 16_000;
-/** Uplink packets waiting for the VAD before new ones are dropped (50 × 60 ms = 3 s). */
-const MAX_AUDIO_BACKLOG = 50;
+/** Uplink packets waiting for the VAD before new ones are dropped (250 × 60 ms = 15 s, ~0.5 MB of PCM). */
+const MAX_AUDIO_BACKLOG = 250;
 
 /** Stage timings of one turn (performance.now() milliseconds), for metrics and the bench. */
 export interface TurnTiming {
@@ -180,7 +180,7 @@ export class Conversation extends EventEmitter<ConversationEvents> {
       return;
     }
     // The VAD model is async; windows of one device must stay in order, and a device that sends faster
-    // than we can score (a backlog of ~3 s) loses audio rather than growing memory.
+    // than we can score (a backlog of 15 s) loses audio rather than growing memory.
     if (this.audioBacklog >= MAX_AUDIO_BACKLOG) {
       this.stats.droppedAudio++;
       return;

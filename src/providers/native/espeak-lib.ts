@@ -53,36 +53,49 @@ export function loadEspeak(): EspeakLib {
   setCallback(callback);
 
   let appliedVoice = '';
+  // espeak-ng is one global engine with one callback: every caller in the process queues here.
+  let queue: Promise<unknown> = Promise.resolve();
+  const run = (
+    text: string,
+    voice: { voice: string; rate: number; pitch: number },
+    signal: AbortSignal,
+    onAudio: (pcm: Int16Array) => void,
+  ): Promise<void> => {
+    if (signal.aborted) return Promise.resolve();
+    if (voice.voice !== appliedVoice) {
+      if (setVoice(voice.voice) !== 0) throw new Error(`espeak-ng has no voice "${voice.voice}"`);
+      appliedVoice = voice.voice;
+    }
+    setParameter(PARAM_RATE, voice.rate, 0);
+    setParameter(PARAM_PITCH, voice.pitch, 0);
+    current = { onAudio, signal };
+    const bytes = Buffer.byteLength(text) + 1;
+    return new Promise<void>((resolve, reject) => {
+      synth.async(
+        text,
+        bytes,
+        0,
+        POS_CHARACTER,
+        0,
+        ESPEAK_CHARS_UTF8,
+        null,
+        null,
+        (error: unknown, rc: number) => {
+          current = undefined;
+          // rc 0 = done; an abort from the callback is not an error
+          if (error) reject(error);
+          else if (rc !== 0 && !signal.aborted) reject(new Error(`espeak_Synth failed (${rc})`));
+          else resolve();
+        },
+      );
+    });
+  };
   instance = {
     sampleRate,
     synthesize(text, voice, signal, onAudio) {
-      if (voice.voice !== appliedVoice) {
-        if (setVoice(voice.voice) !== 0) throw new Error(`espeak-ng has no voice "${voice.voice}"`);
-        appliedVoice = voice.voice;
-      }
-      setParameter(PARAM_RATE, voice.rate, 0);
-      setParameter(PARAM_PITCH, voice.pitch, 0);
-      current = { onAudio, signal };
-      const bytes = Buffer.byteLength(text) + 1;
-      return new Promise<void>((resolve, reject) => {
-        synth.async(
-          text,
-          bytes,
-          0,
-          POS_CHARACTER,
-          0,
-          ESPEAK_CHARS_UTF8,
-          null,
-          null,
-          (error: unknown, rc: number) => {
-            current = undefined;
-            // rc 0 = done; an abort from the callback is not an error
-            if (error) reject(error);
-            else if (rc !== 0 && !signal.aborted) reject(new Error(`espeak_Synth failed (${rc})`));
-            else resolve();
-          },
-        );
-      });
+      const job = queue.then(() => run(text, voice, signal, onAudio));
+      queue = job.catch(() => undefined);
+      return job;
     },
   };
   return instance;

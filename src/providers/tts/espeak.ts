@@ -1,6 +1,6 @@
 // eSpeak NG through Debian's libespeak-ng via koffi: synthesis runs on a koffi worker thread (the
 // event loop keeps pacing other devices), audio arrives in ~200 ms chunks through a callback.
-// The library is one global engine, so jobs are serialised.
+// The library is one global engine; espeak-lib.ts queues every job in the process.
 import { AsyncQueue } from '../../util/async-queue.js';
 import { loadEspeak } from '../native/espeak-lib.js';
 import type { TtsProvider } from './types.js';
@@ -16,7 +16,6 @@ export interface EspeakOptions {
 export class EspeakTts implements TtsProvider {
   readonly name = 'espeak';
   readonly sampleRate: number;
-  private chain: Promise<void> = Promise.resolve();
   private readonly lib = loadEspeak();
 
   constructor(private readonly options: EspeakOptions) {
@@ -29,12 +28,12 @@ export class EspeakTts implements TtsProvider {
 
   synthesize(text: string, signal: AbortSignal): AsyncIterable<Int16Array> {
     const queue = new AsyncQueue<Int16Array>();
-    const job = async () => {
-      if (signal.aborted) return queue.end();
-      await this.lib.synthesize(text, this.options, signal, (pcm) => queue.push(pcm));
-      queue.end();
-    };
-    this.chain = this.chain.then(job, job).catch((error) => queue.fail(error));
+    this.lib
+      .synthesize(text, this.options, signal, (pcm) => queue.push(pcm))
+      .then(
+        () => queue.end(),
+        (error) => queue.fail(error),
+      );
     return queue;
   }
 }
