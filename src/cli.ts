@@ -1,4 +1,5 @@
 // The `deskbot` command: services, the virtual robot, and small tools.
+import { readFile } from 'node:fs/promises';
 import { resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { ConfigError, loadConfig } from './config/index.js';
@@ -21,6 +22,9 @@ Usage:
       --protocol-version N      binary framing 1, 2 or 3 (default 1, or what OTA says)
       --state-dir DIR           keep the robot's flash and identity here
       --once                    exit after the handshake and MCP discovery
+      --say TEXT                say TEXT into the microphone (espeak-ng), print the reply, exit
+      --wav FILE                send a 16-bit WAV file as microphone input, print the reply, exit
+      --out FILE                with --say/--wav: save the reply audio the robot heard as WAV
   deskbot --version | --help
 
 Configuration: config/voice.yaml (VOICE_CONFIG) and environment variables; see README.`;
@@ -88,10 +92,14 @@ async function runVoice(command: string): Promise<number> {
       `  boot (OTA)         http://${host}:${voice.httpPort}/device/ota/`,
       `  voice admin        http://${host}:${voice.httpPort}/device/admin/devices`,
       `  data directory     ${resolve(config.data_dir)}`,
+      `  speech             VAD ${config.selected_module.VAD} · ASR ${voice.providers.asr.describe()}`,
+      `                     TTS ${voice.providers.tts.describe()}`,
+      `  language model     ${voice.providers.llm.describe()}`,
       `  bridge, agent      not in this version yet`,
       `  try it             npx deskbot robot --ota http://${host}:${voice.httpPort}/device/ota/`,
     ].join('\n'),
   );
+  await warnIfUnreachable('language model (LLM.CompatLLM.url)', config.LLM.CompatLLM.url);
   await waitForSignal();
   console.log('deskbot: shutting down');
   await voice.close();
@@ -107,6 +115,9 @@ async function runRobot(argv: string[]): Promise<number> {
       'protocol-version': { type: 'string' },
       'state-dir': { type: 'string' },
       once: { type: 'boolean', default: false },
+      say: { type: 'string' },
+      wav: { type: 'string' },
+      out: { type: 'string' },
     },
   });
   const protocolVersion = values['protocol-version'] ? Number(values['protocol-version']) : undefined;
@@ -139,6 +150,24 @@ async function runRobot(argv: string[]): Promise<number> {
       ? `robot: MCP initialized; vision endpoint ${robot.vision.url}`
       : 'robot: no MCP initialize yet',
   );
+  if (values.say !== undefined || values.wav !== undefined) {
+    const reply = new Promise<{ pcm: Int16Array; sentences: string[] }>((resolveReply, reject) => {
+      robot.once('reply', resolveReply);
+      setTimeout(() => reject(new Error('no reply within 60 s')), 60_000).unref();
+    });
+    if (values.say !== undefined) await robot.say(values.say, { paced: true });
+    else await robot.sendWav(await readFile(values.wav!), { paced: true });
+    const { pcm, sentences } = await reply;
+    console.log(
+      `robot heard: ${sentences.join(' ')} (${(pcm.length / robot.downlinkSampleRate).toFixed(1)} s of audio)`,
+    );
+    if (values.out) {
+      await robot.saveReplyWav(values.out, pcm);
+      console.log(`robot: reply saved to ${values.out}`);
+    }
+    robot.disconnect();
+    return 0;
+  }
   if (values.once) {
     robot.disconnect();
     return discovered ? 0 : 1;
@@ -161,6 +190,20 @@ async function waitForDiscovery(robot: VirtualRobot, timeoutMs: number): Promise
     await new Promise((r) => setTimeout(r, 50));
   }
   return Boolean(robot.vision.url);
+}
+
+/** Startup check: a model endpoint that does not answer gets a clear warning (turns will fail softly). */
+async function warnIfUnreachable(what: string, baseUrl: string): Promise<void> {
+  try {
+    const response = await fetch(`${baseUrl.replace(/\/+$/, '')}/models`, {
+      signal: AbortSignal.timeout(2000),
+    });
+    if (response.status >= 500) throw new Error(`HTTP ${response.status}`);
+  } catch (error) {
+    console.warn(
+      `  warning: ${what} ${baseUrl} does not answer (${(error as Error).message}); spoken turns will say so`,
+    );
+  }
 }
 
 function waitForSignal(): Promise<void> {

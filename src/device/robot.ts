@@ -9,7 +9,8 @@ import { join } from 'node:path';
 import { setTimeout as delay } from 'node:timers/promises';
 import WebSocket from 'ws';
 import { concatPcm, OpusFrameEncoder, OpusPacketDecoder } from '../audio/opus.js';
-import { encodeWav } from '../audio/wav.js';
+import { loadResampler, resample } from '../audio/resample.js';
+import { decodeWav, encodeWav } from '../audio/wav.js';
 import {
   type BinaryVersion,
   decodeBinary,
@@ -294,6 +295,15 @@ export class VirtualRobot extends EventEmitter<RobotEvents> {
     if (options.listen !== false) this.listen('start', options.mode ?? 'auto');
     await this.sendPcm(concatPcm(pcm, silence), { paced: options.paced ?? false });
     if (options.mode === 'manual') this.listen('stop', 'manual');
+  }
+
+  /** Sends a 16-bit WAV file (any rate) as microphone input, with listen start and trailing silence. */
+  async sendWav(file: Uint8Array, options: { paced?: boolean; mode?: ListenMode } = {}): Promise<void> {
+    await loadResampler();
+    const wav = decodeWav(file);
+    const pcm = resample(wav.pcm, wav.sampleRate, 16000);
+    this.listen('start', options.mode ?? 'auto');
+    await this.sendPcm(concatPcm(pcm, new Int16Array(16000)), { paced: options.paced ?? false });
   }
 
   /** Resolves with the next server frame matching `predicate` (looking at frames from now on). */

@@ -172,7 +172,7 @@ describe('with a device', () => {
   });
 
   it('devices lists the robot with its state and tools', async () => {
-    const { devices } = await (await fetch(`${t.httpUrl}/device/admin/devices`)).json();
+    const { devices } = (await (await fetch(`${t.httpUrl}/device/admin/devices`)).json()) as any;
     expect(devices).toEqual([expect.objectContaining({ device_id: robot.deviceId, robot_state: 'security' })]);
     expect(devices[0].tools).toContain('self.robot.set_state');
   });
