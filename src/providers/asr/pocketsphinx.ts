@@ -4,6 +4,7 @@
 // reading sounds like it (decideCommand), so "what is the weather like today" reaches the model instead
 // of becoming "watch the room". A missed command costs a repeat; a false one puts the robot to sleep,
 // so the rule is conservative (measured in bench/asr).
+import { availableParallelism } from 'node:os';
 import { createDecoder, DEFAULT_MODEL_DIR, type PocketsphinxDecoder } from '../native/pocketsphinx-lib.js';
 import type { AsrProvider } from './types.js';
 

@@ -15,6 +15,8 @@ export interface PocketsphinxDecoder {
   /** The word's phones from the dictionary (first pronunciation), or null when it is unknown. */
   phones(word: string): string[] | null;
   decode(search: string, pcm16k: Int16Array): Promise<Hypothesis>;
+  /** Utterances queued or running on this decoder. */
+  readonly pending: number;
 }
 
 type Fn = ReturnType<LibraryHandle['func']>;
@@ -82,6 +84,7 @@ export function createDecoder(modelDir = DEFAULT_MODEL_DIR): PocketsphinxDecoder
       `pocketsphinx could not load its model from ${modelDir} (apt-get install pocketsphinx-en-us)`,
     );
   let busy: Promise<unknown> = Promise.resolve();
+  let pending = 0;
   const lexicon = new Map<string, string[] | null>();
   const call = (fn: Fn, ...args: unknown[]) =>
     new Promise<number>((resolve, reject) =>
@@ -89,6 +92,9 @@ export function createDecoder(modelDir = DEFAULT_MODEL_DIR): PocketsphinxDecoder
     );
 
   return {
+    get pending() {
+      return pending;
+    },
     addGrammar(name, jsgf) {
       if (b.setJsgf!(decoder, name, jsgf) < 0) throw new Error(`pocketsphinx refused grammar "${name}"`);
     },
@@ -118,7 +124,10 @@ export function createDecoder(modelDir = DEFAULT_MODEL_DIR): PocketsphinxDecoder
         }
         return { text, frames };
       };
-      const result = busy.then(run, run);
+      pending++;
+      const result = busy.then(run, run).finally(() => {
+        pending--;
+      });
       busy = result.catch(() => undefined);
       return result;
     },
