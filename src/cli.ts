@@ -1,9 +1,10 @@
 // The `deskbot` command: services, the virtual robot, and small tools.
 import { readFile } from 'node:fs/promises';
-import { resolve } from 'node:path';
+import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { ConfigError, loadConfig } from './config/index.js';
 import { VirtualRobot } from './device/robot.js';
+import { fetchModel, isModelInstalled, listModels } from './models/fetch.js';
 import { isBinaryVersion } from './protocol/index.js';
 import { createLogger } from './util/log.js';
 import { VERSION } from './version.js';
@@ -25,6 +26,8 @@ Usage:
       --say TEXT                say TEXT into the microphone (espeak-ng), print the reply, exit
       --wav FILE                send a 16-bit WAV file as microphone input, print the reply, exit
       --out FILE                with --say/--wav: save the reply audio the robot heard as WAV
+  deskbot models list           speech models for the sherpa providers, and which are installed
+  deskbot models fetch NAME [--force]   download one (needs internet) into DATA_DIR/models/NAME
   deskbot --version | --help
 
 Configuration: config/voice.yaml (VOICE_CONFIG) and environment variables; see README.`;
@@ -55,6 +58,8 @@ export async function main(argv: string[]): Promise<number> {
         return 2;
       case 'robot':
         return await runRobot(rest);
+      case 'models':
+        return await runModels(rest);
       default:
         console.error(`deskbot: unknown command "${command}"\n\n${USAGE}`);
         return 2;
@@ -176,6 +181,40 @@ async function runRobot(argv: string[]): Promise<number> {
   await waitForSignal();
   robot.disconnect();
   return 0;
+}
+
+async function runModels(argv: string[]): Promise<number> {
+  const { positionals, values } = parseArgs({
+    args: argv,
+    allowPositionals: true,
+    options: { force: { type: 'boolean', default: false } },
+  });
+  const dataDir = loadConfig().data_dir;
+  const [action, name] = positionals;
+  if (action === 'list' || action === undefined) {
+    for (const model of listModels()) {
+      const installed = isModelInstalled(model.name, dataDir) ? 'installed' : 'not installed';
+      console.log(
+        `${model.name.padEnd(18)} ${model.kind.padEnd(4)} ${installed.padEnd(14)} ${model.description}`,
+      );
+    }
+    return 0;
+  }
+  if (action === 'fetch' && name) {
+    try {
+      const path = await fetchModel(name, join(dataDir, 'models'), {
+        log: (line) => console.log(line),
+        force: values.force,
+      });
+      console.log(`installed ${name} in ${path}; select it with selected_module.ASR/TTS: sherpa (or auto)`);
+      return 0;
+    } catch (error) {
+      console.error(`deskbot models fetch: ${(error as Error).message}`);
+      return 1;
+    }
+  }
+  console.error('usage: deskbot models list | deskbot models fetch NAME [--force]');
+  return 2;
 }
 
 /** MCP discovery ends with the server's second tools/list; wait until the vision URL arrived and the lists settled. */

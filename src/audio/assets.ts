@@ -90,6 +90,8 @@ async function decodeAny(data: Uint8Array, ext: string): Promise<{ pcm: Int16Arr
   try {
     const decoded = await opus.decodeFile(data);
     if (decoded.samplesDecoded > 0) return toMono(decoded);
+  } catch {
+    // not Opus ("does not support this codec vorbis"): try Vorbis below
   } finally {
     opus.free();
   }

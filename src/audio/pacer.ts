@@ -67,6 +67,12 @@ export class Pacer {
       this.queue.splice(i, 1);
     }
     this.playoutEnd = this.clock.now();
+    // The pending wake-up was for the dropped reply's schedule; the next reply starts its pre-buffer at once.
+    if (this.timer !== null) {
+      this.clock.clearTimer(this.timer);
+      this.timer = null;
+    }
+    if (this.queue.length > 0) this.schedule(0);
     this.wakeWaiters();
   }
 

@@ -66,9 +66,9 @@ export const configSchema = z.object({
   selected_module: z
     .object({
       VAD: z.enum(['silero']).default('silero'),
-      ASR: z.enum(['auto', 'pocketsphinx', 'openai']).default('auto'),
+      ASR: z.enum(['auto', 'sherpa', 'pocketsphinx', 'openai']).default('auto'),
       LLM: z.enum(['CompatLLM']).default('CompatLLM'),
-      TTS: z.enum(['auto', 'espeak', 'openai']).default('auto'),
+      TTS: z.enum(['auto', 'sherpa', 'espeak', 'openai']).default('auto'),
     })
     .prefault({}),
   voice: z
@@ -104,6 +104,17 @@ export const configSchema = z.object({
     .prefault({}),
   ASR: z
     .object({
+      sherpa: z
+        .object({
+          /** Catalogue name (deskbot models list). */
+          model: z.string().default('sensevoice-small'),
+          /** '' = <data_dir>/models/<model> */
+          model_dir: z.string().default(''),
+          kind: z.enum(['auto', 'sense_voice', 'whisper']).default('auto'),
+          num_threads: z.number().int().min(1).max(16).default(2),
+          language: z.string().default(''),
+        })
+        .prefault({}),
       pocketsphinx: z
         .object({ model_dir: z.string().default('/usr/share/pocketsphinx/model/en-us') })
         .prefault({}),
@@ -119,6 +130,16 @@ export const configSchema = z.object({
     .prefault({}),
   TTS: z
     .object({
+      sherpa: z
+        .object({
+          model: z.string().default('piper-en-amy'),
+          model_dir: z.string().default(''),
+          kind: z.enum(['auto', 'vits', 'kokoro']).default('auto'),
+          speaker_id: z.number().int().min(0).default(0),
+          speed: z.number().positive().default(1),
+          num_threads: z.number().int().min(1).max(16).default(2),
+        })
+        .prefault({}),
       espeak: z
         .object({
           voice: z.string().default('en-us'),

@@ -58,6 +58,7 @@ export async function request(
   },
   deadlines: Pick<Deadlines, 'responseMs' | 'totalMs'>,
 ): Promise<{ response: Response; signal: AbortSignal; controller: AbortController }> {
+  if (init.signal?.aborted) throw new ProviderError('aborted', 'aborted before the request was sent');
   const controller = new AbortController();
   const total = setTimeout(
     () => controller.abort(new ProviderError('timeout', `no complete answer within ${deadlines.totalMs} ms`)),

@@ -42,7 +42,7 @@ export const FALLBACK_EMOJI = '😐';
 
 // One emoji "character": a pictograph with optional skin tone, variation selector and ZWJ sequences,
 // or a keycap/flag pair. Good enough for what language models put at the start of a reply.
-const EMOJI = String.raw`(?:\p{Regional_Indicator}{2}|\p{Extended_Pictographic}(?:\p{Emoji_Modifier}|\uFE0F)?(?:\u200D\p{Extended_Pictographic}(?:\p{Emoji_Modifier}|\uFE0F)?)*)`;
+const EMOJI = String.raw`(?:[0-9#*]\uFE0F?\u20E3|\p{Regional_Indicator}{2}|\p{Extended_Pictographic}(?:\p{Emoji_Modifier}|\uFE0F)?(?:\u200D\p{Extended_Pictographic}(?:\p{Emoji_Modifier}|\uFE0F)?)*)`;
 const LEADING = new RegExp(`^\\s*(${EMOJI})\\s*`, 'u');
 const ANY = new RegExp(`${EMOJI}|\\uFE0F|\\u200D`, 'gu');
 

@@ -29,6 +29,11 @@ export function phraseTable(
     },
     { phrases: ['tell me a story', 'story time'], target: 'story_time', from: ['idle', 'talk'] },
     { phrases: ['wake up', 'come back', 'are you there'], target: 'idle', from: WAKEABLE },
+    {
+      phrases: ['the end', 'stop story', 'stop the story', 'end the story'],
+      target: 'idle',
+      from: ['story_time'],
+    },
     { phrases: ['dance'], target: 'dance', from: ['idle', 'talk'] },
   ];
 }

@@ -1,15 +1,20 @@
 // Builds the selected providers from the configuration (`selected_module`), with `auto` choosing the
 // best one installed. A provider that cannot start stops startup with a message saying what to install.
+import { existsSync } from 'node:fs';
 import { SileroVad } from '../audio/silero.js';
 import type { VadModel } from '../audio/utterance.js';
 import type { Config } from '../config/index.js';
+import { findModel } from '../models/catalog.js';
+import { modelDir } from '../models/fetch.js';
 import { OpenAiAsr } from '../providers/asr/openai.js';
 import { PocketsphinxAsr } from '../providers/asr/pocketsphinx.js';
+import { SherpaAsr } from '../providers/asr/sherpa.js';
 import type { AsrProvider } from '../providers/asr/types.js';
 import { CompatLlm } from '../providers/llm/compat.js';
 import type { LlmProvider } from '../providers/llm/types.js';
 import { EspeakTts } from '../providers/tts/espeak.js';
 import { OpenAiTts } from '../providers/tts/openai.js';
+import { SherpaTts } from '../providers/tts/sherpa.js';
 import type { TtsProvider } from '../providers/tts/types.js';
 import { phraseTable } from '../robot/phrases.js';
 
@@ -22,6 +27,21 @@ export interface VoiceProviders {
 
 export function createAsr(config: Config): AsrProvider {
   const choice = config.selected_module.ASR;
+  const sherpa = config.ASR.sherpa;
+  const sherpaDir = sherpa.model_dir || modelDir(sherpa.model, config.data_dir);
+  // auto prefers a downloaded sherpa model (the quality path); an incomplete folder is an error, not a fallback.
+  if (choice === 'sherpa' || (choice === 'auto' && existsSync(sherpaDir))) {
+    const kind = sherpa.kind !== 'auto' ? sherpa.kind : findModel(sherpa.model)?.engine;
+    if (kind !== 'sense_voice' && kind !== 'whisper') {
+      throw new Error(`ASR.sherpa.kind must be sense_voice or whisper for model "${sherpa.model}"`);
+    }
+    return new SherpaAsr({
+      modelDir: sherpaDir,
+      kind,
+      numThreads: sherpa.num_threads,
+      language: sherpa.language,
+    });
+  }
   const openai = config.ASR.openai;
   if (choice === 'openai' || (choice === 'auto' && openai.url)) {
     if (!openai.url) throw new Error('ASR "openai" needs ASR.openai.url (a /v1 base URL)');
@@ -39,6 +59,17 @@ export function createAsr(config: Config): AsrProvider {
 export function createTts(config: Config): TtsProvider {
   const choice = config.selected_module.TTS;
   const openai = config.TTS.openai;
+  const sherpa = config.TTS.sherpa;
+  const sherpaDir = sherpa.model_dir || modelDir(sherpa.model, config.data_dir);
+  if (choice === 'sherpa' || (choice === 'auto' && existsSync(sherpaDir))) {
+    return new SherpaTts({
+      modelDir: sherpaDir,
+      kind: sherpa.kind,
+      speakerId: sherpa.speaker_id,
+      speed: sherpa.speed,
+      numThreads: sherpa.num_threads,
+    });
+  }
   if (choice === 'openai') {
     if (!openai.url) throw new Error('TTS "openai" needs TTS.openai.url (a /v1 base URL)');
     return new OpenAiTts({

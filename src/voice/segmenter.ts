@@ -52,11 +52,11 @@ export class Segmenter {
   private take(end: number, out: string[]): void {
     const segment = this.buffer.slice(0, end).trim();
     this.buffer = this.buffer.slice(end);
-    if (segment && /[\p{L}\p{N}]/u.test(segment)) {
+    // Cuts only happen after letters, so a segment without any is what is left at the end of the stream:
+    // kept when it is all there is (an emoji-only reply still shows its emotion), else dropped.
+    if (segment && (hasLetters(segment) || this.emitted === 0)) {
       out.push(segment);
       this.emitted++;
-    } else if (segment && out.length > 0) {
-      out[out.length - 1] += segment; // stray punctuation belongs to the segment before
     }
   }
 
@@ -65,11 +65,14 @@ export class Segmenter {
     const text = this.buffer;
     const first = this.emitted === 0;
     for (let i = 0; i < text.length; i++) {
-      const ch = text[i]!;
-      if (ch === '\n') {
-        if (text.slice(0, i).trim()) return i + 1;
-        continue;
+      if (i >= this.maxSegmentChars) {
+        const space = text.lastIndexOf(' ', this.maxSegmentChars);
+        return space > 0 ? space + 1 : this.maxSegmentChars;
       }
+      const ch = text[i]!;
+      // A segment needs words: punctuation or emoji with none before it never ends one.
+      if (!hasLetters(text.slice(0, i))) continue;
+      if (ch === '\n') return i + 1;
       const isEnd = SENTENCE_END.test(ch);
       const isClause =
         first && CLAUSE_BREAK.test(ch) && letterCount(text.slice(0, i)) >= this.minFirstClauseChars;
@@ -85,12 +88,12 @@ export class Segmenter {
       if (ch === '.' && j === i + 1 && ABBREVIATIONS.has(lastWord(text.slice(0, i)))) continue;
       return j;
     }
-    if (text.length > this.maxSegmentChars) {
-      const space = text.lastIndexOf(' ', this.maxSegmentChars);
-      return space > 0 ? space + 1 : this.maxSegmentChars;
-    }
     return -1;
   }
+}
+
+function hasLetters(text: string): boolean {
+  return /[\p{L}\p{N}]/u.test(text);
 }
 
 function letterCount(text: string): number {

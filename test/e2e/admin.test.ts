@@ -16,7 +16,8 @@ beforeAll(async () => {
   t = await startTestVoice({ LLM: { CompatLLM: { url: model.url } } });
   mkdirSync(join(t.dataDir, 'songs'), { recursive: true });
   const tone = new Int16Array(16_000); // one second of 440 Hz at 16 kHz
-  for (let i = 0; i < tone.length; i++) tone[i] = Math.round(8000 * Math.sin((2 * Math.PI * 440 * i) / 16_000));
+  for (let i = 0; i < tone.length; i++)
+    tone[i] = Math.round(8000 * Math.sin((2 * Math.PI * 440 * i) / 16_000));
   writeFileSync(join(t.dataDir, 'songs', 'Happy Tune.wav'), encodeWav(tone, 16_000));
   writeFileSync(join(t.dataDir, 'secret.wav'), encodeWav(tone, 16_000));
 }, 60_000);
@@ -98,16 +99,29 @@ describe('with a device', () => {
     expect(status).toBe(200);
     expect(json).toMatchObject({ ok: true, device_id: robot.deviceId });
     await done;
-    expect(timeline.labels()).toEqual(['llm:happy', 'tts:start', 'sentence:Hello there.', 'audio', 'sentence:Nice to see you!', 'audio', 'tts:stop']);
+    expect(timeline.labels()).toEqual([
+      'llm:happy',
+      'tts:start',
+      'sentence:Hello there.',
+      'audio',
+      'sentence:Nice to see you!',
+      'audio',
+      'tts:stop',
+    ]);
     expect(robot.model.state).toBe('talk');
     expect(model.chatRequests()).toHaveLength(0);
   }, 20_000);
 
   it('say pre-empts current speech and plays the text verbatim', async () => {
     timeline.clear();
-    await post('inject-text', { text: 'This is a long sentence that will take a few seconds to say out loud for everyone.' });
+    await post('inject-text', {
+      text: 'This is a long sentence that will take a few seconds to say out loud for everyone.',
+    });
     await robot.waitFor((f) => f.type === 'tts' && f.state === 'sentence_start', 10_000);
-    const spoken = robot.waitFor((f) => f.type === 'tts' && f.state === 'sentence_start' && f.text === 'Stop that, please', 10_000);
+    const spoken = robot.waitFor(
+      (f) => f.type === 'tts' && f.state === 'sentence_start' && f.text === 'Stop that, please',
+      10_000,
+    );
     expect((await post('say', { text: 'Stop that, please' })).status).toBe(200);
     await spoken;
     await robot.waitFor(isStop, 10_000);
@@ -173,7 +187,9 @@ describe('with a device', () => {
 
   it('devices lists the robot with its state and tools', async () => {
     const { devices } = (await (await fetch(`${t.httpUrl}/device/admin/devices`)).json()) as any;
-    expect(devices).toEqual([expect.objectContaining({ device_id: robot.deviceId, robot_state: 'security' })]);
+    expect(devices).toEqual([
+      expect.objectContaining({ device_id: robot.deviceId, robot_state: 'security' }),
+    ]);
     expect(devices[0].tools).toContain('self.robot.set_state');
   });
 });

@@ -108,18 +108,23 @@ const cases: Array<{ name: string; text: string; expected: string[]; options?: S
     expected: ['First', 'Second.'],
   },
   {
-    name: 'stray punctuation after a sentence attaches to it',
+    name: 'stray punctuation after a sentence starts the next segment (it never ends one)',
     text: 'Hello there. ! Next one.',
-    expected: ['Hello there.!', 'Next one.'],
+    expected: ['Hello there.', '! Next one.'],
   },
-  { name: 'emoji-only text gives no segment', text: '😊😊😊', expected: [] },
-  { name: 'punctuation-only text gives no segment', text: '... !?', expected: [] },
+  { name: 'emoji-only text is one segment (its emotion still counts)', text: '😊😊😊', expected: ['😊😊😊'] },
+  { name: 'punctuation-only text is one segment, never split', text: '... !?', expected: ['... !?'] },
+  { name: 'a letterless tail after segments is dropped', text: 'Hello.\n😊\n', expected: ['Hello.'] },
   {
     name: 'a leading emoji stays with the first segment',
     text: '😊 Hello there. Bye.',
     expected: ['😊 Hello there.', 'Bye.'],
   },
-  { name: 'flush returns the unfinished remainder', text: 'no punctuation here', expected: ['no punctuation here'] },
+  {
+    name: 'flush returns the unfinished remainder',
+    text: 'no punctuation here',
+    expected: ['no punctuation here'],
+  },
   { name: 'empty text', text: '', expected: [] },
 ];
 
@@ -199,7 +204,20 @@ describe('maxSegmentChars', () => {
 });
 
 describe('chunking independence (fast-check)', () => {
-  const words = ['Hello', 'world', 'it', 'is', 'sunny', 'today', 'my', 'friend', '3.5', 'Mr.', 'Smith', 'e.g.'];
+  const words = [
+    'Hello',
+    'world',
+    'it',
+    'is',
+    'sunny',
+    'today',
+    'my',
+    'friend',
+    '3.5',
+    'Mr.',
+    'Smith',
+    'e.g.',
+  ];
   const sentenceEnds = ['.', '!', '?', '...', '?!', '.\n'];
   const sentence = fc
     .tuple(
@@ -207,9 +225,11 @@ describe('chunking independence (fast-check)', () => {
       fc.option(fc.integer({ min: 1, max: 11 }), { nil: undefined }),
       fc.constantFrom(...sentenceEnds),
     )
-    .map(([ws, commaAt, end]) =>
-      ws.map((w, i) => (commaAt !== undefined && i === commaAt - 1 && i < ws.length - 1 ? `${w},` : w)).join(' ') +
-      end,
+    .map(
+      ([ws, commaAt, end]) =>
+        ws
+          .map((w, i) => (commaAt !== undefined && i === commaAt - 1 && i < ws.length - 1 ? `${w},` : w))
+          .join(' ') + end,
     );
   const wellFormed = fc.array(sentence, { minLength: 1, maxLength: 6 }).map((s) => s.join(' '));
   const sizes = fc.array(fc.integer({ min: 1, max: 20 }), { minLength: 1, maxLength: 10 });

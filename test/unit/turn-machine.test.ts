@@ -123,16 +123,15 @@ describe('utterance', () => {
     expect(after).toEqual({ ...before, recognizing: 6, nextTurnId: 7 });
   });
 
-  it.each([
-    'auto',
-    'manual',
-    'vad',
-  ] as ListenMode[])('while replying in %s mode → dropped "speaking", no recognize', (mode) => {
-    const before = state({ mode, nextTurnId: 3, replying: 2 });
-    const { state: after, effects } = step(before, { type: 'utterance', audio: 'echo' }, config);
-    expect(after).toEqual(before);
-    expect(effects).toEqual([{ type: 'dropped', reason: 'speaking' }]);
-  });
+  it.each(['auto', 'manual', 'vad'] as ListenMode[])(
+    'while replying in %s mode → dropped "speaking", no recognize',
+    (mode) => {
+      const before = state({ mode, nextTurnId: 3, replying: 2 });
+      const { state: after, effects } = step(before, { type: 'utterance', audio: 'echo' }, config);
+      expect(after).toEqual(before);
+      expect(effects).toEqual([{ type: 'dropped', reason: 'speaking' }]);
+    },
+  );
 
   it('while replying in realtime mode → recognize (barge-in possible), the reply is kept', () => {
     const before = state({ mode: 'realtime', nextTurnId: 3, replying: 2 });
@@ -185,24 +184,24 @@ describe('recognized', () => {
     [0, 'id zero'],
   ])('with %i (%s) while nothing is recognising → stale', (turnId) => {
     const before = state({ nextTurnId: 5 });
-    const { state: after, effects } = step(before, { type: 'recognized', turnId, text: 'hello there' }, config);
+    const { state: after, effects } = step(
+      before,
+      { type: 'recognized', turnId, text: 'hello there' },
+      config,
+    );
     expect(after).toEqual(before);
     expect(effects).toEqual([{ type: 'dropped', reason: 'stale', text: 'hello there' }]);
   });
 
-  it.each([
-    '',
-    '.',
-    'a',
-    'u.',
-    '...',
-    '1',
-  ])('too short %j → dropped too_short, recognizing cleared, no reply', (text) => {
-    const before = state({ nextTurnId: 3, recognizing: 2 });
-    const { state: after, effects } = step(before, { type: 'recognized', turnId: 2, text }, config);
-    expect(effects).toEqual([{ type: 'dropped', reason: 'too_short', text }]);
-    expect(after).toEqual({ ...before, recognizing: null });
-  });
+  it.each(['', '.', 'a', 'u.', '...', '1'])(
+    'too short %j → dropped too_short, recognizing cleared, no reply',
+    (text) => {
+      const before = state({ nextTurnId: 3, recognizing: 2 });
+      const { state: after, effects } = step(before, { type: 'recognized', turnId: 2, text }, config);
+      expect(effects).toEqual([{ type: 'dropped', reason: 'too_short', text }]);
+      expect(after).toEqual({ ...before, recognizing: null });
+    },
+  );
 
   it('too short while replying (realtime) keeps the reply', () => {
     const before = state({ mode: 'realtime', nextTurnId: 4, recognizing: 3, replying: 2 });

@@ -69,7 +69,19 @@ export function decideCommand(
   if (!freeText) return command;
   const heard = new Set(freeText.split(/\s+/));
   if (command.split(/\s+/).some((word) => !STOPWORDS.has(word) && heard.has(word))) return command;
-  return phoneSimilarity(phonesOf(freeText), phonesOf(command)) >= COMMAND_SIMILARITY ? command : null;
+  // Compare the content words only: shared "go to the" must not make "go to the store" sound like "go to sleep".
+  const content = (text: string) =>
+    text
+      .split(/\s+/)
+      .filter((word) => word && !STOPWORDS.has(word))
+      .join(' ');
+  let a = phonesOf(content(freeText));
+  let b = phonesOf(content(command));
+  if (a.length === 0 || b.length === 0) {
+    a = phonesOf(freeText);
+    b = phonesOf(command);
+  }
+  return phoneSimilarity(a, b) >= COMMAND_SIMILARITY ? command : null;
 }
 
 /** 1 − edit distance / longer length, over phone sequences. */

@@ -1,0 +1,113 @@
+// `npm run bench`: the voice server's performance figures, printed as tables. Never asserts; exits 0
+// unless something crashed.
+//
+//   node dist/bench/run.js [--devices 50] [--turns 3] [--duration 20] [--audio 10]
+//                          [--only latency|streaming|capacity[,…]] [--asr-ms 50] [--llm-ms 100] [--tts-ms 20]
+//                          [--tts-chunks 3] [--text "…"]
+import { mkdtempSync, rmSync } from 'node:fs';
+import { cpus, tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { parseArgs } from 'node:util';
+import { buildUtterance } from './audio.js';
+import { runCapacity } from './capacity.js';
+import { runLatency } from './latency.js';
+import { type BenchLatencies, DEFAULT_LATENCIES } from './providers.js';
+import { runStreaming } from './streaming.js';
+
+const SECTIONS = ['latency', 'streaming', 'capacity'] as const;
+type Section = (typeof SECTIONS)[number];
+
+const USAGE = `usage: node dist/bench/run.js [options]
+  --devices N     virtual robots / streams (default 50)
+  --turns N       turns per robot in the latency run (default 3)
+  --duration S    seconds of measured streaming in the streaming run (default 20)
+  --audio S       seconds of audio per stream in the capacity run (default 10)
+  --only LIST     latency, streaming and/or capacity (comma-separated); default: all three
+  --asr-ms / --llm-ms / --tts-ms   fixed provider latencies (default 50 / 100 / 20)
+  --tts-chunks N  chunks the bench TTS yields its 1.5 s in, all at once after --tts-ms (default 3)
+  --text "..."    what the robots say (default "What is the weather like today?")`;
+
+async function main(): Promise<void> {
+  const { values } = parseArgs({
+    options: {
+      devices: { type: 'string', default: '50' },
+      turns: { type: 'string', default: '3' },
+      duration: { type: 'string', default: '20' },
+      audio: { type: 'string', default: '10' },
+      only: { type: 'string' },
+      'asr-ms': { type: 'string', default: String(DEFAULT_LATENCIES.asrMs) },
+      'llm-ms': { type: 'string', default: String(DEFAULT_LATENCIES.llmMs) },
+      'tts-ms': { type: 'string', default: String(DEFAULT_LATENCIES.ttsMs) },
+      'tts-chunks': { type: 'string', default: String(DEFAULT_LATENCIES.ttsChunks) },
+      text: { type: 'string', default: 'What is the weather like today?' },
+      help: { type: 'boolean', short: 'h' },
+    },
+  });
+  if (values.help) {
+    console.log(USAGE);
+    return;
+  }
+  const devices = Math.round(positive(values.devices, 'devices'));
+  const turns = Math.round(positive(values.turns, 'turns'));
+  const durationSec = positive(values.duration, 'duration');
+  const audioSec = positive(values.audio, 'audio');
+  const only = values.only?.split(',').map((s) => s.trim()) ?? [...SECTIONS];
+  for (const name of only) {
+    if (!SECTIONS.includes(name as Section)) throw new UsageError(`--only: unknown section "${name}"`);
+  }
+  const wanted = (section: Section) => only.includes(section);
+  const latencies: BenchLatencies = {
+    ...DEFAULT_LATENCIES,
+    asrMs: positive(values['asr-ms'], 'asr-ms', true),
+    llmMs: positive(values['llm-ms'], 'llm-ms', true),
+    ttsMs: positive(values['tts-ms'], 'tts-ms', true),
+    ttsChunks: Math.round(positive(values['tts-chunks'], 'tts-chunks')),
+  };
+
+  const cpuList = cpus();
+  console.log(
+    `deskbot bench — node ${process.version}, ${cpuList.length} × ${cpuList[0]?.model.trim() ?? 'cpu'}, ` +
+      `${new Date().toISOString()}`,
+  );
+  console.log(`sections: ${only.join(', ')}; devices ${devices}, turns ${turns}, duration ${durationSec} s`);
+
+  const dataDir = mkdtempSync(join(tmpdir(), 'deskbot-bench-main-'));
+  const began = performance.now();
+  try {
+    const utterance = await buildUtterance(values.text, 1000, dataDir);
+    if (utterance.endPacket < 0 || utterance.utterancesFound !== 1) {
+      console.log(
+        `  warning: the offline VAD found ${utterance.utterancesFound} utterances in "${values.text}"; ` +
+          'the device-view latency needs exactly one',
+      );
+    }
+    if (wanted('latency')) await runLatency({ devices, turns, latencies, utterance });
+    if (wanted('streaming')) await runStreaming({ devices, durationSec, latencies, utterance });
+    if (wanted('capacity')) await runCapacity({ streams: devices, audioSec, utterance, dataDir });
+  } finally {
+    rmSync(dataDir, { recursive: true, force: true });
+  }
+  console.log(`\nbench done in ${((performance.now() - began) / 1000).toFixed(1)} s`);
+}
+
+class UsageError extends Error {}
+
+function positive(text: string, name: string, zeroOk = false): number {
+  const value = Number(text);
+  if (!Number.isFinite(value) || value < 0 || (!zeroOk && value === 0)) {
+    throw new UsageError(`--${name} must be a ${zeroOk ? 'non-negative' : 'positive'} number, not "${text}"`);
+  }
+  return value;
+}
+
+main().then(
+  () => process.exit(0),
+  (error: unknown) => {
+    if (error instanceof UsageError || (error as { code?: string }).code?.startsWith('ERR_PARSE_ARGS')) {
+      console.error(`${(error as Error).message}\n${USAGE}`);
+      process.exit(2);
+    }
+    console.error('bench crashed:', error);
+    process.exit(1);
+  },
+);

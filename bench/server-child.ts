@@ -1,0 +1,125 @@
+// The voice server under test, alone in its own process (forked by the bench), so its CPU and memory
+// are its own. Bench providers of fixed latency; real Silero VAD, real Opus, real WebSockets.
+// Answers the parent over IPC: resource samples, and the stage timings of every finished turn.
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { monitorEventLoopDelay } from 'node:perf_hooks';
+import { parseConfig } from '../src/config/index.js';
+import { silentLogger } from '../src/util/log.js';
+import type { Conversation, TurnTiming } from '../src/voice/conversation.js';
+import { startVoiceServer } from '../src/voice/server.js';
+import type { DeviceSession } from '../src/voice/session.js';
+import type { ChildMessage, ChildRequest, ServerSample, TurnFigures } from './ipc.js';
+import { benchProviders, DEFAULT_LATENCIES } from './providers.js';
+
+const send = (message: ChildMessage) => process.send?.(message);
+
+async function main(): Promise<void> {
+  const latencies = { ...DEFAULT_LATENCIES, ...(JSON.parse(process.argv[2] ?? '{}') as object) };
+  const dataDir = mkdtempSync(join(tmpdir(), 'deskbot-bench-'));
+  const config = parseConfig({
+    data_dir: dataDir,
+    server: { bind_host: '127.0.0.1', ws_port: 0, http_port: 0 },
+  });
+  const voice = await startVoiceServer(config, silentLogger, { providers: benchProviders(latencies) });
+
+  const conversations = new Set<Conversation>();
+  const sessions = new Set<DeviceSession>();
+  let turns: TurnFigures[] = [];
+  let attached = 0;
+
+  voice.onSession((session) => {
+    sessions.add(session);
+    session.on('closed', () => sessions.delete(session));
+    // The server creates the conversation after the hello, once its VAD has loaded; there is no event for
+    // it, so look until it is there.
+    session.once('hello', () => {
+      const started = performance.now();
+      const look = () => {
+        if (session.isClosed) return;
+        const conversation = voice.conversationOf(session);
+        if (!conversation) {
+          if (performance.now() - started < 10_000) setTimeout(look, 2);
+          return;
+        }
+        attached++;
+        conversations.add(conversation);
+        session.once('closed', () => {
+          conversations.delete(conversation);
+          attached--;
+        });
+        conversation.on('turn', (timing) => turns.push(figures(session.deviceId, timing)));
+      };
+      look();
+    });
+  });
+
+  // The histogram holds timer intervals (resolution + lag); the lag is what we report.
+  const resolutionMs = 5;
+  const loop = monitorEventLoopDelay({ resolution: resolutionMs });
+  loop.enable();
+
+  const sample = (gc: boolean): ServerSample => {
+    if (gc) (globalThis as { gc?: () => void }).gc?.();
+    const totals = { droppedAudio: 0, droppedAudioOut: 0, utterances: 0, replies: 0 };
+    for (const c of conversations) {
+      totals.droppedAudio += c.stats.droppedAudio;
+      totals.utterances += c.stats.utterances;
+      totals.replies += c.stats.replies;
+    }
+    for (const s of sessions) totals.droppedAudioOut += s.stats.droppedAudioOut;
+    const lag = (ns: number) => Math.max(0, ns / 1e6 - resolutionMs);
+    const loopDelay = { p50: lag(loop.percentile(50)), p99: lag(loop.percentile(99)), max: lag(loop.max) };
+    loop.reset();
+    return {
+      at: performance.now(),
+      cpu: process.cpuUsage(),
+      memory: process.memoryUsage(),
+      sessions: voice.registry.size,
+      attached,
+      ...totals,
+      loopDelay,
+    };
+  };
+
+  process.on('message', async (request: ChildRequest) => {
+    switch (request.cmd) {
+      case 'sample':
+        send({ type: 'reply', id: request.id, result: sample(request.gc === true) });
+        break;
+      case 'turns':
+        send({ type: 'reply', id: request.id, result: turns });
+        turns = [];
+        break;
+      case 'exit':
+        await voice.close().catch(() => undefined);
+        rmSync(dataDir, { recursive: true, force: true });
+        process.exit(0);
+    }
+  });
+  process.on('disconnect', () => {
+    rmSync(dataDir, { recursive: true, force: true });
+    process.exit(0);
+  });
+  send({ type: 'ready', wsPort: voice.wsPort, httpPort: voice.httpPort });
+}
+
+function figures(deviceId: string, t: TurnTiming): TurnFigures {
+  const out: TurnFigures = { deviceId, aborted: t.aborted };
+  if (t.utteranceEndAt !== undefined && t.firstAudioAt !== undefined)
+    out.totalMs = t.firstAudioAt - t.utteranceEndAt;
+  if (t.asrMs !== undefined) out.asrMs = t.asrMs;
+  if (t.modelFirstTokenAt !== undefined) out.modelMs = t.modelFirstTokenAt - t.replyStartAt;
+  if (t.ttsFirstChunkMs !== undefined) out.ttsFirstChunkMs = t.ttsFirstChunkMs;
+  if (t.utteranceEndAt !== undefined && t.asrMs !== undefined)
+    out.asrToReplyMs = t.replyStartAt - (t.utteranceEndAt + t.asrMs);
+  if (t.modelFirstTokenAt !== undefined && t.ttsFirstChunkMs !== undefined && t.firstAudioAt !== undefined)
+    out.ttsToAudioMs = t.firstAudioAt - (t.modelFirstTokenAt + t.ttsFirstChunkMs);
+  return out;
+}
+
+main().catch((error: unknown) => {
+  send({ type: 'error', message: (error as Error).stack ?? String(error) });
+  process.exit(1);
+});

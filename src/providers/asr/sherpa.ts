@@ -1,0 +1,255 @@
+// Offline recognition with sherpa-onnx (npm `sherpa-onnx-node`, prebuilt native library + onnxruntime)
+// and a downloaded SenseVoice or Whisper model: the quality path. The package is optional, so it is
+// imported lazily on first use; the model files are checked in the constructor, so a missing model
+// stops startup with the command that installs it.
+//
+// Threading: sherpa-onnx-node's `recognizer.decode(stream)` is synchronous and would block the event
+// loop for the whole decode (tens to hundreds of ms per utterance on a small CPU, longer for Whisper),
+// stalling audio pacing for every connected device. This provider only uses the async API:
+// `OfflineRecognizer.createAsync(config)` (model load) and `recognizer.decodeAsync(stream)`, both
+// Napi::AsyncWorker jobs on the libuv thread pool. Decodes on one recogniser are serialised.
+import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
+import { join } from 'node:path';
+import { fetchCommand } from '../../models/catalog.js';
+import type { AsrProvider } from './types.js';
+
+export type SherpaAsrKind = 'sense_voice' | 'whisper';
+
+export interface SherpaAsrOptions {
+  /** Folder holding the model files (e.g. <data_dir>/models/sensevoice-small). */
+  modelDir: string;
+  kind: SherpaAsrKind;
+  /** onnxruntime intra-op threads per decode. */
+  numThreads: number;
+  /** '' lets the model detect it; SenseVoice: auto|zh|en|ja|ko|yue; Whisper: en, de, ... */
+  language?: string;
+}
+
+// Minimal typings for the parts of sherpa-onnx-node used here (the package ships JSDoc only).
+export interface OfflineStream {
+  acceptWaveform(wave: { samples: Float32Array; sampleRate: number }): void;
+}
+export interface OfflineRecognizerResult {
+  text: string;
+  lang?: string;
+}
+export interface OfflineRecognizer {
+  createStream(): OfflineStream;
+  decodeAsync(stream: OfflineStream): Promise<OfflineRecognizerResult>;
+}
+export interface OfflineRecognizerConfig {
+  featConfig: { sampleRate: number; featureDim: number };
+  modelConfig: {
+    senseVoice?: { model: string; language: string; useInverseTextNormalization: number };
+    whisper?: { encoder: string; decoder: string; language: string; task: string; tailPaddings: number };
+    tokens: string;
+    numThreads: number;
+    provider: string;
+    debug: number;
+  };
+}
+export interface SherpaAsrModule {
+  OfflineRecognizer: { createAsync(config: OfflineRecognizerConfig): Promise<OfflineRecognizer> };
+}
+
+/** The model files found in a folder, or the names of the missing ones. */
+export type SherpaAsrFiles =
+  | { ok: true; label: string; config: OfflineRecognizerConfig['modelConfig'] }
+  | { ok: false; missing: string[] };
+
+const CATALOG_NAME: Record<SherpaAsrKind, string> = {
+  sense_voice: 'sensevoice-small',
+  whisper: 'whisper-tiny',
+};
+const LABEL: Record<SherpaAsrKind, string> = { sense_voice: 'SenseVoice', whisper: 'Whisper' };
+
+export class SherpaAsr implements AsrProvider {
+  readonly name = 'sherpa';
+  private readonly config: OfflineRecognizerConfig;
+  private readonly label: string;
+  private loading: Promise<OfflineRecognizer> | undefined;
+  private queue: Promise<unknown> = Promise.resolve();
+
+  /** `importModule` replaces the package import (tests). */
+  constructor(
+    private readonly options: SherpaAsrOptions,
+    private readonly importModule: () => Promise<SherpaAsrModule> = () => importSherpa('ASR'),
+  ) {
+    const found = findAsrModel(options.modelDir, options.kind, options.language ?? '');
+    if (!found.ok) throw missingModelError(options.modelDir, options.kind, found.missing);
+    const problem = tokenTableProblem(found.config.tokens);
+    if (problem) {
+      throw new Error(
+        `sherpa ASR: ${problem}; the model in ${options.modelDir} is damaged. ` +
+          `Reinstall it with: ${fetchCommand(CATALOG_NAME[options.kind])}`,
+      );
+    }
+    this.label = found.label;
+    this.config = {
+      featConfig: { sampleRate: 16_000, featureDim: 80 },
+      modelConfig: { ...found.config, numThreads: options.numThreads },
+    };
+  }
+
+  describe(): string {
+    return `sherpa-onnx ${LABEL[this.options.kind]} (${this.label} in ${this.options.modelDir}, ${this.options.numThreads} threads)`;
+  }
+
+  /** Loads the package and the model (seconds for a large model). Call at startup to fail fast. */
+  async ready(): Promise<void> {
+    await this.load();
+  }
+
+  async transcribe(pcm16k: Int16Array, signal: AbortSignal): Promise<string> {
+    if (pcm16k.length < 1600) return ''; // under 100 ms: nothing to recognise
+    const recognizer = await this.load();
+    const samples = new Float32Array(pcm16k.length);
+    for (let i = 0; i < pcm16k.length; i++) samples[i] = pcm16k[i]! / 32768;
+    const run = this.queue.then(async () => {
+      if (signal.aborted) return '';
+      const stream = recognizer.createStream();
+      stream.acceptWaveform({ samples, sampleRate: 16_000 });
+      const result = await recognizer.decodeAsync(stream);
+      return result.text ?? '';
+    });
+    this.queue = run.catch(() => undefined);
+    return (await run).trim();
+  }
+
+  private load(): Promise<OfflineRecognizer> {
+    this.loading ??= (async () => {
+      const sherpa = await this.importModule();
+      return sherpa.OfflineRecognizer.createAsync(this.config);
+    })().catch((error: unknown) => {
+      this.loading = undefined; // let a later call retry (e.g. after the files were replaced)
+      throw new Error(
+        `sherpa ASR could not load the ${LABEL[this.options.kind]} model in ${this.options.modelDir}: ${(error as Error).message}`,
+        { cause: error },
+      );
+    });
+    return this.loading;
+  }
+}
+
+/** Finds the model files for `kind` in `dir` (int8 preferred over float32). */
+export function findAsrModel(dir: string, kind: SherpaAsrKind, language = ''): SherpaAsrFiles {
+  const files = listFiles(dir);
+  const has = (name: string) => files.has(name);
+  const common = { numThreads: 1, provider: 'cpu', debug: 0 };
+  if (kind === 'sense_voice') {
+    const model = ['model.int8.onnx', 'model.onnx'].find(has);
+    const missing = [
+      ...(model ? [] : ['model.int8.onnx (or model.onnx)']),
+      ...(has('tokens.txt') ? [] : ['tokens.txt']),
+    ];
+    if (!model || missing.length > 0) return { ok: false, missing };
+    return {
+      ok: true,
+      label: model,
+      config: {
+        senseVoice: { model: join(dir, model), language, useInverseTextNormalization: 1 },
+        tokens: join(dir, 'tokens.txt'),
+        ...common,
+      },
+    };
+  }
+  // Whisper archives name files <size>-encoder[.int8].onnx, <size>-decoder[.int8].onnx, <size>-tokens.txt
+  // (tiny, tiny.en, base, ...).
+  for (const quant of ['.int8', '']) {
+    const suffix = `-encoder${quant}.onnx`;
+    const encoder = [...files].sort().find((f) => f.endsWith(suffix));
+    if (!encoder) continue;
+    const prefix = encoder.slice(0, -suffix.length);
+    const decoder = `${prefix}-decoder${quant}.onnx`;
+    const tokens = `${prefix}-tokens.txt`;
+    const missing = [decoder, tokens].filter((f) => !has(f));
+    if (missing.length > 0) return { ok: false, missing };
+    return {
+      ok: true,
+      label: `${encoder} + ${decoder}`,
+      config: {
+        whisper: {
+          encoder: join(dir, encoder),
+          decoder: join(dir, decoder),
+          language,
+          task: 'transcribe',
+          tailPaddings: -1,
+        },
+        tokens: join(dir, tokens),
+        ...common,
+      },
+    };
+  }
+  return {
+    ok: false,
+    missing: [
+      'tiny-encoder.int8.onnx (or tiny-encoder.onnx)',
+      'tiny-decoder.int8.onnx (or tiny-decoder.onnx)',
+      ...(has('tiny-tokens.txt') ? [] : ['tiny-tokens.txt']),
+    ],
+  };
+}
+
+function missingModelError(dir: string, kind: SherpaAsrKind, missing: string[]): Error {
+  const where = existsSync(dir) ? `in ${dir}` : `(${dir} does not exist)`;
+  return new Error(
+    `sherpa ASR: no ${LABEL[kind]} model ${where}; missing ${missing.join(', ')}. ` +
+      `Install it with: ${fetchCommand(CATALOG_NAME[kind])} ` +
+      `(needs internet; it unpacks into <data_dir>/models/${CATALOG_NAME[kind]}), ` +
+      'or point the model folder setting at a folder that holds these files.',
+  );
+}
+
+/**
+ * Why `path` is not a token table ("<symbol> <id>" per line), or undefined when it looks fine. sherpa-onnx
+ * ends the whole process on a malformed table instead of failing the load, so it is checked here.
+ */
+export function tokenTableProblem(path: string): string | undefined {
+  let text: string;
+  try {
+    text = readFileSync(path, 'utf8');
+  } catch (error) {
+    return `cannot read ${path}: ${(error as Error).message}`;
+  }
+  const lines = text.split('\n');
+  for (let i = 0; i < lines.length; i++) {
+    const line = lines[i]!.replace(/\r$/, '');
+    if (line.trim() && !/(^|\s)-?\d+\s*$/.test(line)) {
+      return `${path} line ${i + 1} is not "<symbol> <id>": ${JSON.stringify(line.slice(0, 60))}`;
+    }
+  }
+  return undefined;
+}
+
+function listFiles(dir: string): Set<string> {
+  try {
+    return new Set(readdirSync(dir).filter((name) => statSync(join(dir, name)).isFile()));
+  } catch {
+    return new Set();
+  }
+}
+
+/** Imports the optional native package; the ESM namespace of this CommonJS package holds it under default. */
+async function importSherpa(role: string): Promise<SherpaAsrModule> {
+  const specifier = 'sherpa-onnx-node'; // not a literal import: the package is optional and untyped
+  let namespace: { default?: SherpaAsrModule } & Partial<SherpaAsrModule>;
+  try {
+    namespace = await import(specifier);
+  } catch (error) {
+    const code = (error as NodeJS.ErrnoException).code;
+    if (code === 'ERR_MODULE_NOT_FOUND' || code === 'MODULE_NOT_FOUND') {
+      throw new Error(
+        `sherpa ${role} needs the npm package sherpa-onnx-node: npm install sherpa-onnx-node@^1.13`,
+        {
+          cause: error,
+        },
+      );
+    }
+    throw new Error(`sherpa-onnx-node failed to load: ${(error as Error).message}`, { cause: error });
+  }
+  const sherpa = namespace.default ?? (namespace as SherpaAsrModule);
+  if (typeof sherpa.OfflineRecognizer?.createAsync !== 'function') {
+    throw new Error('sherpa-onnx-node is too old: OfflineRecognizer.createAsync is missing (need >= 1.13)');
+  }
+  return sherpa;
+}
