@@ -48,15 +48,16 @@ export class Pacer {
     this.clock = options.clock ?? monotonicClock;
   }
 
+  /** Queues a frame; when the device has room it leaves at once (no timer hop on the first-audio path). */
   enqueueAudio(replyId: number, packet: Uint8Array): void {
     this.queue.push({ replyId, kind: 'audio', packet });
     this.queuedAudio++;
-    this.schedule(0);
+    if (this.timer === null) this.pump();
   }
 
   enqueueControl(replyId: number, send: () => void): void {
     this.queue.push({ replyId, kind: 'control', send });
-    this.schedule(0);
+    if (this.timer === null) this.pump();
   }
 
   /** Removes everything queued for a reply, and forgets its playout (the device flushes on tts stop). */

@@ -42,7 +42,8 @@ export interface ConversationDeps {
   asr: AsrProvider;
   tts: TtsProvider;
   llm: LlmProvider;
-  vad: VadModel;
+  /** The session's VAD; it may still be loading — audio waits for it, control frames do not. */
+  vad: VadModel | Promise<VadModel>;
   options: ConversationOptions;
   logger: Logger;
   /** Song names available to the dance phrase ("dance to <song>"), refreshed by the server. */
@@ -93,7 +94,7 @@ export class Conversation extends EventEmitter<ConversationEvents> {
   private readonly controllers = new Map<number, AbortController>();
   private readonly speeches = new Map<number, SpeechOut>();
   private readonly decoder = new OpusPacketDecoder(UPLINK_RATE);
-  private readonly detector: UtteranceDetector;
+  private detector: UtteranceDetector | undefined;
   private readonly pacer: Pacer;
   private readonly history: ChatMessage[] = [];
   private manualAudio: Int16Array[] = [];
@@ -112,7 +113,12 @@ export class Conversation extends EventEmitter<ConversationEvents> {
     super();
     const { session, options } = deps;
     this.log = deps.logger.child({ device: session.deviceId });
-    this.detector = new UtteranceDetector(deps.vad, options.utterance);
+    this.audioChain = Promise.resolve(deps.vad).then((vad) => {
+      this.detector = new UtteranceDetector(vad, options.utterance);
+    });
+    this.audioChain.catch((error) =>
+      this.log.error({ err: error }, 'voice activity detector failed to load'),
+    );
     this.pacer = new Pacer({
       sendAudio: (packet, replyId) => {
         const timing = this.timings.get(replyId);
@@ -188,7 +194,7 @@ export class Conversation extends EventEmitter<ConversationEvents> {
     this.audioBacklog++;
     this.audioChain = this.audioChain
       .then(async () => {
-        for (const event of await this.detector.push(pcm)) {
+        for (const event of (await this.detector?.push(pcm)) ?? []) {
           if (event.type === 'utterance') this.dispatch({ type: 'utterance', audio: event.pcm });
         }
       })
@@ -249,7 +255,7 @@ export class Conversation extends EventEmitter<ConversationEvents> {
         break;
       }
       case 'reset_detector':
-        this.audioChain = this.audioChain.then(() => this.detector.reset());
+        this.audioChain = this.audioChain.then(() => this.detector?.reset());
         this.decoder.reset();
         this.manualAudio = [];
         this.manualSamples = 0;

@@ -120,26 +120,19 @@ export async function startVoiceServer(
       });
       registry.add(session);
       session.on('closed', () => registry.remove(session));
-      session.once('hello', () => {
-        void providers.createVad().then(
-          (vad) => {
-            if (session.isClosed) return;
-            conversations.set(
-              session,
-              new Conversation({
-                session,
-                ...providers,
-                vad,
-                options: conversationOptions,
-                logger: wsLogger,
-                assets,
-                songs: () => songNames,
-              }),
-            );
-          },
-          (error) => wsLogger.error({ err: error }, 'voice activity detector failed to load'),
-        );
-      });
+      // The conversation exists before the first frame is read, so a `listen` right after hello is never lost.
+      conversations.set(
+        session,
+        new Conversation({
+          session,
+          ...providers,
+          vad: providers.createVad(),
+          options: conversationOptions,
+          logger: wsLogger,
+          assets,
+          songs: () => songNames,
+        }),
+      );
       wsLogger.info(
         { device: info.deviceId, version: info.binaryVersion, remote: info.remoteAddress },
         'device connected',

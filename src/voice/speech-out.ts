@@ -70,10 +70,7 @@ export class SpeechOut {
     for await (const pcm of tts.synthesize(text, signal)) {
       if (signal.aborted) return;
       this.ttsFirstChunkMs ??= performance.now() - started;
-      await this.enqueue(
-        this.encoder.encode(resample(pcm, tts.sampleRate, this.options.sampleRate)),
-        announce,
-      );
+      await this.enqueuePcm(resample(pcm, tts.sampleRate, this.options.sampleRate), announce);
     }
     await this.enqueue(this.encoder.flush(), announce);
   }
@@ -81,32 +78,38 @@ export class SpeechOut {
   /** Queues ready PCM at the downlink rate (a song, a sound) as one "sentence" labelled `label`. */
   async playPcm(pcm: Int16Array, label: string): Promise<void> {
     const announce = this.announcer(label);
-    const chunk = (this.options.sampleRate * 600) / 1000; // 600 ms at a time keeps the queue bounded
-    for (let offset = 0; offset < pcm.length && !this.options.signal.aborted; offset += chunk) {
-      await this.enqueue(this.encoder.encode(pcm.subarray(offset, offset + chunk)), announce);
-    }
+    await this.enqueuePcm(pcm, announce);
     await this.enqueue(this.encoder.flush(), announce);
   }
 
+  /** Encodes frame by frame, so the first frame leaves before the rest of the chunk is encoded. */
+  private async enqueuePcm(pcm: Int16Array, announce: () => Promise<void>): Promise<void> {
+    const step = this.encoder.samplesPerFrame;
+    for (let offset = 0; offset < pcm.length && !this.options.signal.aborted; offset += step) {
+      await this.enqueue(this.encoder.encode(pcm.subarray(offset, offset + step)), announce);
+    }
+  }
+
   /** `sentence_start` goes into the queue just before the first frame of its text. */
-  private announcer(text: string): () => void {
+  private announcer(text: string): () => Promise<void> {
     let done = false;
-    return () => {
+    return async () => {
       if (done) return;
       done = true;
-      this.begin();
+      await this.begin();
       this.options.pacer.enqueueControl(this.options.replyId, () =>
         this.send({ type: 'tts', state: 'sentence_start', text }),
       );
     };
   }
 
-  private async enqueue(packets: Uint8Array[], announce: () => void): Promise<void> {
+  private async enqueue(packets: Uint8Array[], announce: () => Promise<void>): Promise<void> {
     const { pacer, replyId, signal } = this.options;
     for (const packet of packets) {
       await pacer.waitForRoom(signal);
       if (signal.aborted) return;
-      announce();
+      await announce();
+      if (signal.aborted) return;
       pacer.enqueueAudio(replyId, packet);
     }
   }
@@ -143,10 +146,15 @@ export class SpeechOut {
     this.stop();
   }
 
-  private begin(): void {
+  /**
+   * `tts start`, then one event-loop turn before any audio: the firmware enters Speaking on a scheduled task
+   * and drops audio that arrives before it (DESIGN §4).
+   */
+  private async begin(): Promise<void> {
     if (this.started) return;
     this.started = true;
     this.send({ type: 'tts', state: 'start' });
+    await new Promise((resolve) => setImmediate(resolve));
   }
 
   private stop(): void {

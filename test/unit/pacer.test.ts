@@ -104,8 +104,7 @@ describe('Pacer timing', () => {
   it('sends the first 5 frames at once, then exactly one per 60 ms', () => {
     const { clock, log, frames } = setup();
     frames(1, 20);
-    expect(log).toHaveLength(0); // nothing is sent synchronously inside enqueue
-    clock.advance(0);
+    // The pre-buffer leaves inside enqueue itself: no timer hop on the first-audio path.
     expect(log.map((e) => e.at)).toEqual([0, 0, 0, 0, 0]);
     for (let k = 1; k <= 15; k++) {
       clock.advance(59);
@@ -244,7 +243,8 @@ describe('Pacer control items', () => {
   });
 
   it('control items do not count as audio frames', () => {
-    const { pacer, control, audio } = setup();
+    const { pacer, control, audio, frames } = setup();
+    frames(1, 5); // fill the pre-buffer so later items stay queued
     control(1, 'c');
     audio(1, 'a');
     expect(pacer.queuedFrames).toBe(1);
@@ -292,12 +292,23 @@ describe('Pacer.drop', () => {
 
   it('dropping one reply leaves the other reply queued before and after it intact', () => {
     const { clock, log, frames, pacer } = setup();
+    frames(0, 5, 'pre-'); // fill the pre-buffer so the rest stays queued
     frames(1, 2, 'first-');
     frames(2, 3);
     frames(1, 2, 'second-');
     pacer.drop(2);
     clock.advance(1_000);
-    expect(log.map((e) => e.what)).toEqual(['first-0', 'first-1', 'second-0', 'second-1']);
+    expect(log.map((e) => e.what)).toEqual([
+      'pre-0',
+      'pre-1',
+      'pre-2',
+      'pre-3',
+      'pre-4',
+      'first-0',
+      'first-1',
+      'second-0',
+      'second-1',
+    ]);
   });
 });
 
@@ -318,19 +329,20 @@ describe('Pacer.playoutEndsAt', () => {
 describe('Pacer.waitForRoom', () => {
   it('blocks at maxQueuedFrames and resumes once frames are sent', async () => {
     const { clock, frames, pacer } = setup({ maxQueuedFrames: 10 });
-    frames(1, 9);
+    frames(1, 14); // 5 leave at once, 9 stay queued
     let resolved = false;
     await pacer.waitForRoom();
     frames(1, 1, 'tenth-');
+    expect(pacer.queuedFrames).toBe(10);
     void pacer.waitForRoom().then(() => {
       resolved = true;
     });
     await settle();
     expect(resolved).toBe(false);
-    clock.advance(0); // 5 frames leave the queue
+    clock.advance(60); // one more frame leaves the queue
     await settle();
     expect(resolved).toBe(true);
-    expect(pacer.queuedFrames).toBe(5);
+    expect(pacer.queuedFrames).toBe(9);
   });
 
   it('a producer using waitForRoom never has more than maxQueuedFrames queued', async () => {
@@ -355,7 +367,7 @@ describe('Pacer.waitForRoom', () => {
 
   it('drop frees room for waiting producers', async () => {
     const { frames, pacer } = setup({ maxQueuedFrames: 3 });
-    frames(1, 3);
+    frames(1, 8); // 5 leave at once, 3 stay queued
     let resolved = false;
     void pacer.waitForRoom().then(() => {
       resolved = true;
@@ -393,7 +405,7 @@ describe('Pacer.drained', () => {
   it('resolves at once for a reply with nothing queued, and on drop', async () => {
     const { frames, pacer } = setup();
     await pacer.drained(7);
-    frames(1, 3);
+    frames(1, 8); // 5 leave at once, 3 stay queued
     let drained = false;
     void pacer.drained(1).then(() => {
       drained = true;
