@@ -80,6 +80,17 @@ export class FakeOpenAi {
       json(res, 200, { text: this.transcription });
       return;
     }
+    if (path.endsWith('/audio/speech')) {
+      // Raw 24 kHz 16-bit PCM, as asked with response_format "pcm": a tone as long as the text is.
+      const samples = Math.min(24_000 * 5, String(body?.input ?? '').length * 1200);
+      const pcm = Buffer.alloc(samples * 2);
+      for (let i = 0; i < samples; i++)
+        pcm.writeInt16LE(Math.round(6000 * Math.sin((2 * Math.PI * 330 * i) / 24_000)), i * 2);
+      res.writeHead(200, { 'content-type': 'audio/pcm' });
+      res.write(pcm.subarray(0, 4801)); // odd split: the client must carry the half sample
+      res.end(pcm.subarray(4801));
+      return;
+    }
     if (!path.endsWith('/chat/completions')) {
       json(res, 404, { error: { message: 'not found' } });
       return;
