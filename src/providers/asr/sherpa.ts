@@ -8,9 +8,10 @@
 // stalling audio pacing for every connected device. This provider only uses the async API:
 // `OfflineRecognizer.createAsync(config)` (model load) and `recognizer.decodeAsync(stream)`, both
 // Napi::AsyncWorker jobs on the libuv thread pool. Decodes on one recogniser are serialised.
-import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
+import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { fetchCommand } from '../../models/catalog.js';
+import { importSherpa, listEntries, missingModelError, tokenTableProblem } from '../native/sherpa-common.js';
 import type { AsrProvider } from './types.js';
 
 export type SherpaAsrKind = 'sense_voice' | 'whisper';
@@ -73,10 +74,24 @@ export class SherpaAsr implements AsrProvider {
   /** `importModule` replaces the package import (tests). */
   constructor(
     private readonly options: SherpaAsrOptions,
-    private readonly importModule: () => Promise<SherpaAsrModule> = () => importSherpa('ASR'),
+    private readonly importModule: () => Promise<SherpaAsrModule> = () =>
+      importSherpa<SherpaAsrModule>(
+        'ASR',
+        (m) => typeof m.OfflineRecognizer?.createAsync === 'function',
+        'OfflineRecognizer.createAsync',
+      ),
   ) {
     const found = findAsrModel(options.modelDir, options.kind, options.language ?? '');
-    if (!found.ok) throw missingModelError(options.modelDir, options.kind, found.missing);
+    if (!found.ok) {
+      const kind = options.kind;
+      throw missingModelError(
+        'ASR',
+        `${LABEL[kind]} model`,
+        CATALOG_NAME[kind],
+        options.modelDir,
+        found.missing,
+      );
+    }
     const problem = tokenTableProblem(found.config.tokens);
     if (problem) {
       throw new Error(
@@ -133,7 +148,7 @@ export class SherpaAsr implements AsrProvider {
 
 /** Finds the model files for `kind` in `dir` (int8 preferred over float32). */
 export function findAsrModel(dir: string, kind: SherpaAsrKind, language = ''): SherpaAsrFiles {
-  const files = listFiles(dir);
+  const files = listEntries(dir).files;
   const has = (name: string) => files.has(name);
   const common = { numThreads: 1, provider: 'cpu', debug: 0 };
   if (kind === 'sense_voice') {
@@ -188,68 +203,4 @@ export function findAsrModel(dir: string, kind: SherpaAsrKind, language = ''): S
       ...(has('tiny-tokens.txt') ? [] : ['tiny-tokens.txt']),
     ],
   };
-}
-
-function missingModelError(dir: string, kind: SherpaAsrKind, missing: string[]): Error {
-  const where = existsSync(dir) ? `in ${dir}` : `(${dir} does not exist)`;
-  return new Error(
-    `sherpa ASR: no ${LABEL[kind]} model ${where}; missing ${missing.join(', ')}. ` +
-      `Install it with: ${fetchCommand(CATALOG_NAME[kind])} ` +
-      `(needs internet; it unpacks into <data_dir>/models/${CATALOG_NAME[kind]}), ` +
-      'or point the model folder setting at a folder that holds these files.',
-  );
-}
-
-/**
- * Why `path` is not a token table ("<symbol> <id>" per line), or undefined when it looks fine. sherpa-onnx
- * ends the whole process on a malformed table instead of failing the load, so it is checked here.
- */
-export function tokenTableProblem(path: string): string | undefined {
-  let text: string;
-  try {
-    text = readFileSync(path, 'utf8');
-  } catch (error) {
-    return `cannot read ${path}: ${(error as Error).message}`;
-  }
-  const lines = text.split('\n');
-  for (let i = 0; i < lines.length; i++) {
-    const line = lines[i]!.replace(/\r$/, '');
-    if (line.trim() && !/(^|\s)-?\d+\s*$/.test(line)) {
-      return `${path} line ${i + 1} is not "<symbol> <id>": ${JSON.stringify(line.slice(0, 60))}`;
-    }
-  }
-  return undefined;
-}
-
-function listFiles(dir: string): Set<string> {
-  try {
-    return new Set(readdirSync(dir).filter((name) => statSync(join(dir, name)).isFile()));
-  } catch {
-    return new Set();
-  }
-}
-
-/** Imports the optional native package; the ESM namespace of this CommonJS package holds it under default. */
-async function importSherpa(role: string): Promise<SherpaAsrModule> {
-  const specifier = 'sherpa-onnx-node'; // not a literal import: the package is optional and untyped
-  let namespace: { default?: SherpaAsrModule } & Partial<SherpaAsrModule>;
-  try {
-    namespace = await import(specifier);
-  } catch (error) {
-    const code = (error as NodeJS.ErrnoException).code;
-    if (code === 'ERR_MODULE_NOT_FOUND' || code === 'MODULE_NOT_FOUND') {
-      throw new Error(
-        `sherpa ${role} needs the npm package sherpa-onnx-node: npm install sherpa-onnx-node@^1.13`,
-        {
-          cause: error,
-        },
-      );
-    }
-    throw new Error(`sherpa-onnx-node failed to load: ${(error as Error).message}`, { cause: error });
-  }
-  const sherpa = namespace.default ?? (namespace as SherpaAsrModule);
-  if (typeof sherpa.OfflineRecognizer?.createAsync !== 'function') {
-    throw new Error('sherpa-onnx-node is too old: OfflineRecognizer.createAsync is missing (need >= 1.13)');
-  }
-  return sherpa;
 }

@@ -6,10 +6,11 @@
 // this provider uses `OfflineTts.createAsync` and `tts.generateAsync({ onProgress })`: synthesis runs on
 // a libuv worker thread and audio comes back per sentence through a thread-safe callback. Jobs are
 // serialised process-wide: the phonemiser inside sherpa-onnx (espeak-ng) is one global engine.
-import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
+import { readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { ESPEAK_DATA_FILES, fetchCommand } from '../../models/catalog.js';
 import { AsyncQueue } from '../../util/async-queue.js';
+import { importSherpa, listEntries, missingModelError, tokenTableProblem } from '../native/sherpa-common.js';
 import type { TtsProvider } from './types.js';
 
 export type SherpaTtsKind = 'vits' | 'kokoro';
@@ -77,10 +78,23 @@ export class SherpaTts implements TtsProvider {
   /** `importModule` replaces the package import (tests). */
   constructor(
     private readonly options: SherpaTtsOptions,
-    private readonly importModule: () => Promise<SherpaTtsModule> = importSherpa,
+    private readonly importModule: () => Promise<SherpaTtsModule> = () =>
+      importSherpa<SherpaTtsModule>(
+        'TTS',
+        (m) => typeof m.OfflineTts?.createAsync === 'function',
+        'OfflineTts.createAsync',
+      ),
   ) {
     const found = findTtsModel(options.modelDir, options.kind ?? 'auto');
-    if (!found.ok) throw missingModelError(options.modelDir, found.kind, found.missing);
+    if (!found.ok)
+      throw missingModelError(
+        'TTS',
+        `${LABEL[found.kind]} voice`,
+        CATALOG_NAME[found.kind],
+        options.modelDir,
+        found.missing,
+        found.kind === 'vits' ? ` (or ${fetchCommand(CATALOG_NAME.kokoro)} for Kokoro)` : '',
+      );
     const tokens = found.model.kokoro?.tokens ?? found.model.vits?.tokens ?? '';
     const problem = tokenTableProblem(tokens);
     if (problem) {
@@ -248,59 +262,12 @@ function piperSampleRate(jsonPath: string): number | undefined {
   }
 }
 
-function missingModelError(dir: string, kind: SherpaTtsKind, missing: string[]): Error {
-  const where = existsSync(dir) ? `in ${dir}` : `(${dir} does not exist)`;
-  const other = kind === 'vits' ? ` (or ${fetchCommand(CATALOG_NAME.kokoro)} for Kokoro)` : '';
-  return new Error(
-    `sherpa TTS: no ${LABEL[kind]} voice ${where}; missing ${missing.join(', ')}. ` +
-      `Install one with: ${fetchCommand(CATALOG_NAME[kind])}${other} ` +
-      `(needs internet; it unpacks into <data_dir>/models/${CATALOG_NAME[kind]}), ` +
-      'or point the model folder setting at a folder that holds these files.',
-  );
-}
-
 function isFile(path: string): boolean {
   try {
     return statSync(path).isFile();
   } catch {
     return false;
   }
-}
-
-/**
- * Why `path` is not a token table ("<symbol> <id>" per line), or undefined when it looks fine. sherpa-onnx
- * ends the whole process on a malformed table instead of failing the load, so it is checked here.
- */
-export function tokenTableProblem(path: string): string | undefined {
-  let text: string;
-  try {
-    text = readFileSync(path, 'utf8');
-  } catch (error) {
-    return `cannot read ${path}: ${(error as Error).message}`;
-  }
-  const lines = text.split('\n');
-  for (let i = 0; i < lines.length; i++) {
-    const line = lines[i]!.replace(/\r$/, '');
-    if (line.trim() && !/(^|\s)-?\d+\s*$/.test(line)) {
-      return `${path} line ${i + 1} is not "<symbol> <id>": ${JSON.stringify(line.slice(0, 60))}`;
-    }
-  }
-  return undefined;
-}
-
-function listEntries(dir: string): { files: Set<string>; dirs: Set<string> } {
-  const files = new Set<string>();
-  const dirs = new Set<string>();
-  try {
-    for (const name of readdirSync(dir)) {
-      const stat = statSync(join(dir, name));
-      if (stat.isDirectory()) dirs.add(name);
-      else if (stat.isFile()) files.add(name);
-    }
-  } catch {
-    // a missing folder has no files
-  }
-  return { files, dirs };
 }
 
 function toInt16(samples: Float32Array): Int16Array {
@@ -310,29 +277,4 @@ function toInt16(samples: Float32Array): Int16Array {
     pcm[i] = s >= 1 ? 32767 : s <= -1 ? -32768 : Math.round(s * 32767);
   }
   return pcm;
-}
-
-/** Imports the optional native package; the ESM namespace of this CommonJS package holds it under default. */
-async function importSherpa(): Promise<SherpaTtsModule> {
-  const specifier = 'sherpa-onnx-node'; // not a literal import: the package is optional and untyped
-  let namespace: { default?: SherpaTtsModule } & Partial<SherpaTtsModule>;
-  try {
-    namespace = await import(specifier);
-  } catch (error) {
-    const code = (error as NodeJS.ErrnoException).code;
-    if (code === 'ERR_MODULE_NOT_FOUND' || code === 'MODULE_NOT_FOUND') {
-      throw new Error(
-        'sherpa TTS needs the npm package sherpa-onnx-node: npm install sherpa-onnx-node@^1.13',
-        {
-          cause: error,
-        },
-      );
-    }
-    throw new Error(`sherpa-onnx-node failed to load: ${(error as Error).message}`, { cause: error });
-  }
-  const sherpa = namespace.default ?? (namespace as SherpaTtsModule);
-  if (typeof sherpa.OfflineTts?.createAsync !== 'function') {
-    throw new Error('sherpa-onnx-node is too old: OfflineTts.createAsync is missing (need >= 1.13)');
-  }
-  return sherpa;
 }
