@@ -15,7 +15,7 @@ export class ConfigError extends Error {
 type Env = Record<string, string | undefined>;
 
 /** Env variable → config path and how to read it. SPEC/DESIGN names are kept as they are. */
-const ENV_MAP: Array<[string, string[], 'int' | 'string' | 'bool']> = [
+const ENV_MAP: Array<[string, string[], 'int' | 'number' | 'string' | 'bool']> = [
   ['DATA_DIR', ['data_dir'], 'string'],
   ['LOG_LEVEL', ['log_level'], 'string'],
   ['BIND_HOST', ['server', 'bind_host'], 'string'],
@@ -28,6 +28,36 @@ const ENV_MAP: Array<[string, string[], 'int' | 'string' | 'bool']> = [
   ['ACTIVATION_HMAC_KEY', ['activation', 'hmac_key'], 'string'],
   ['ROBOT_NAME', ['voice', 'robot_name'], 'string'],
   ['MIN_UTTERANCE_CHARS', ['voice', 'min_utterance_chars'], 'int'],
+  ['VOICE_PROVIDER', ['voice_provider'], 'string'],
+  ['BRIDGE_URL', ['bridge', 'url'], 'string'],
+  ['BRIDGE_PORT', ['bridge', 'port'], 'int'],
+  ['BRIDGE_TIMEOUT_SHORT', ['bridge', 'timeout_short'], 'number'],
+  ['BRIDGE_TIMEOUT_LONG', ['bridge', 'timeout_long'], 'number'],
+  ['VOICE_THINKER_TIMEOUT', ['bridge', 'thinker_timeout'], 'number'],
+  ['MAX_SENTENCES', ['bridge', 'max_sentences'], 'int'],
+  ['ROBOT_CHANNEL', ['bridge', 'robot_channel'], 'string'],
+  ['ROBOT_CHANNEL_LEGACY', ['bridge', 'robot_channel_legacy'], 'string'],
+  ['VLM_MODEL', ['vision', 'vlm_model'], 'string'],
+  ['VLM_API_URL', ['vision', 'vlm_api_url'], 'string'],
+  ['VISION_MODEL', ['vision', 'vision_model'], 'string'],
+  ['AUDIO_CAPTION_MODEL', ['vision', 'audio_caption_model'], 'string'],
+  ['CLOUD_ROUTER_URL', ['cloud', 'url'], 'string'],
+  ['CLOUD_ROUTER_API_KEY', ['cloud', 'api_key'], 'string'],
+  ['FACE_GREET_TEXT', ['face_greet', 'text'], 'string'],
+  ['FACE_GREET_MIN_INTERVAL_SEC', ['face_greet', 'min_interval_sec'], 'number'],
+  ['FACE_GREET_HOUR_START', ['face_greet', 'hour_start'], 'int'],
+  ['FACE_GREET_HOUR_END', ['face_greet', 'hour_end'], 'int'],
+  ['TWOTIER_LOCAL_URL', ['LLM', 'TwoTier', 'url'], 'string'],
+  ['TWOTIER_LOCAL_MODEL', ['LLM', 'TwoTier', 'model'], 'string'],
+  ['TWOTIER_LOCAL_API_KEY', ['LLM', 'TwoTier', 'api_key'], 'string'],
+  ['TWOTIER_CLOUD_URL', ['LLM', 'TwoTier', 'cloud_url'], 'string'],
+  ['TWOTIER_CLOUD_API_KEY', ['LLM', 'TwoTier', 'cloud_api_key'], 'string'],
+  ['SMART_MODEL', ['LLM', 'TwoTier', 'smart_model'], 'string'],
+];
+
+/** Variables that only fill a value when another left it empty (SPEC: the cloud key falls back). */
+const ENV_FALLBACKS: Array<[string, string[]]> = [
+  ['CLOUD_ROUTER_API_KEY', ['LLM', 'TwoTier', 'cloud_api_key']],
 ];
 
 export interface LoadOptions {
@@ -59,29 +89,39 @@ export function loadConfig(options: LoadOptions = {}): Config {
     if (value === undefined || value === '') continue;
     setPath(raw, path, readEnv(name, value, kind));
   }
+  for (const [name, path] of ENV_FALLBACKS) {
+    const value = env[name];
+    if (value && !getPath(raw, path)) setPath(raw, path, value);
+  }
   if (options.overrides) deepMerge(raw, options.overrides);
   return parseConfig(raw);
 }
 
 export function parseConfig(raw: unknown): Config {
   const parsed = configSchema.safeParse(raw);
-  if (!parsed.success) throw new ConfigError(describeIssues(parsed.error));
+  if (!parsed.success) throw new ConfigError(describeIssues(parsed.error, raw));
   return parsed.data;
 }
 
-function describeIssues(error: z.ZodError): string {
+function describeIssues(error: z.ZodError, raw: unknown): string {
   return error.issues
     .map((issue) => {
       const key = issue.path.join('.') || '(root)';
       const allowed =
         'values' in issue && Array.isArray(issue.values) ? ` (allowed: ${issue.values.join(', ')})` : '';
-      return `config key "${key}": ${issue.message}${allowed}`;
+      const value = isPlainObject(raw) ? getPath(raw, issue.path.map(String)) : undefined;
+      const got = value !== undefined ? ` (got ${JSON.stringify(value)})` : '';
+      return `config key "${key}": ${issue.message}${got}${allowed}`;
     })
     .join('; ');
 }
 
-function readEnv(name: string, value: string, kind: 'int' | 'string' | 'bool'): unknown {
+function readEnv(name: string, value: string, kind: 'int' | 'number' | 'string' | 'bool'): unknown {
   if (kind === 'string') return value;
+  if (kind === 'number') {
+    if (!/^\d+(\.\d+)?$/.test(value)) throw new ConfigError(`env ${name}="${value}" is not a number`);
+    return Number(value);
+  }
   if (kind === 'bool') {
     if (/^(1|true|yes|on)$/i.test(value)) return true;
     if (/^(0|false|no|off)$/i.test(value)) return false;
@@ -99,6 +139,12 @@ function setPath(target: Record<string, unknown>, path: string[], value: unknown
     node = node[key] as Record<string, unknown>;
   }
   node[path[path.length - 1]!] = value;
+}
+
+function getPath(target: Record<string, unknown>, path: string[]): unknown {
+  let node: unknown = target;
+  for (const key of path) node = isPlainObject(node) ? node[key] : undefined;
+  return node;
 }
 
 function deepMerge(target: Record<string, unknown>, source: Record<string, unknown>): void {

@@ -67,7 +67,7 @@ export const configSchema = z.object({
     .object({
       VAD: z.enum(['silero']).default('silero'),
       ASR: z.enum(['auto', 'sherpa', 'pocketsphinx', 'openai']).default('auto'),
-      LLM: z.enum(['CompatLLM']).default('CompatLLM'),
+      LLM: z.enum(['TwoTier', 'AgentLLM', 'CompatLLM']).default('TwoTier'),
       TTS: z.enum(['auto', 'sherpa', 'espeak', 'openai']).default('auto'),
     })
     .prefault({}),
@@ -158,10 +158,87 @@ export const configSchema = z.object({
         .prefault({}),
     })
     .prefault({}),
+  /** How smart mode flips (env VOICE_PROVIDER): twotier = in-process and instant; agent = config rewrite + restart. */
+  voice_provider: z.enum(['agent', 'twotier']).default('agent'),
+  /** The bridge as the voice server sees it (escalations, memory side channel, agent path). */
+  bridge: z
+    .object({
+      url: z.string().default('http://localhost:8080'),
+      port: port.default(8080),
+      /** Seconds; memory_lookup, play_song, take_photo (env BRIDGE_TIMEOUT_SHORT). */
+      timeout_short: z.number().positive().default(5),
+      /** Seconds; think_hard (env BRIDGE_TIMEOUT_LONG). */
+      timeout_long: z.number().positive().default(30),
+      /** Seconds the bridge allows think_hard (env VOICE_THINKER_TIMEOUT). */
+      thinker_timeout: z.number().positive().default(90),
+      max_sentences: z.number().int().positive().default(6),
+      robot_channel: z.string().min(1).default('deskbot'),
+      robot_channel_legacy: z.string().min(1).default('desk-bot'),
+    })
+    .prefault({}),
+  vision: z
+    .object({
+      vlm_model: z.string().default('openai/gpt-4o-mini'),
+      vlm_api_url: z.string().default('https://openrouter.ai/api/v1'),
+      vision_model: z.string().default('openai/gpt-4o-mini'),
+      audio_caption_model: z.string().default('openai/gpt-4o-audio-preview'),
+    })
+    .prefault({}),
+  cloud: z
+    .object({
+      /** The cloud router (env CLOUD_ROUTER_URL) and its key (env CLOUD_ROUTER_API_KEY). */
+      url: z.string().default('https://openrouter.ai/api/v1'),
+      api_key: z.string().default(''),
+    })
+    .prefault({}),
+  face_greet: z
+    .object({
+      /** Empty disables the spoken greeting (env FACE_GREET_TEXT). */
+      text: z.string().default('😊 Hi there!'),
+      min_interval_sec: z.number().min(0).default(30),
+      hour_start: z.number().int().min(0).max(24).default(6),
+      hour_end: z.number().int().min(0).max(24).default(21),
+    })
+    .prefault({}),
   LLM: z
     .object({
+      TwoTier: z
+        .object({
+          type: z.literal('two_tier').default('two_tier'),
+          /** Inner-loop endpoint with smart mode off (env TWOTIER_LOCAL_URL). */
+          url: z.string().default('http://localhost:8080/v1'),
+          /** Sent as a bearer token; the local router ignores it (env TWOTIER_LOCAL_API_KEY). */
+          api_key: z.string().default('sk-local-not-checked'),
+          /** A ~4B-parameter local model (env TWOTIER_LOCAL_MODEL). */
+          model: z.string().default('qwen3-4b-instruct'),
+          /** Endpoint with smart mode on (env TWOTIER_CLOUD_URL). */
+          cloud_url: z.string().default('https://openrouter.ai/api/v1'),
+          /** env TWOTIER_CLOUD_API_KEY, else CLOUD_ROUTER_API_KEY; needed to turn smart mode on. */
+          cloud_api_key: z.string().default(''),
+          /** Model with smart mode on (env SMART_MODEL). */
+          smart_model: z.string().default('openai/gpt-4o-mini'),
+          max_tokens: z.number().int().positive().default(256),
+          temperature: z.number().min(0).max(2).default(0.7),
+          /** Seconds per model request. */
+          timeout: z.number().positive().default(60),
+          /** The one system prompt; '' = merge the dialogue's system messages. */
+          persona_file: z.string().default('config/personas/voice.md'),
+        })
+        .prefault({}),
+      AgentLLM: z
+        .object({
+          type: z.literal('agent').default('agent'),
+          /** The bridge's streaming message endpoint; '' = <bridge.url>/api/message/stream. */
+          url: z.string().default(''),
+          /** '' = bridge.robot_channel */
+          channel: z.string().default(''),
+          timeout: z.number().positive().default(90),
+          system_prompt: z.string().default(''),
+        })
+        .prefault({}),
       CompatLLM: z
         .object({
+          type: z.literal('compat').default('compat'),
           url: z.string().default('http://localhost:8080/v1'),
           api_key: z.string().default('sk-local'),
           model: z.string().default('local-model'),

@@ -44,6 +44,7 @@ export interface ChatMessage {
 export type ChatChunk = { type: 'text'; text: string } | { type: 'tool_calls'; calls: ToolCall[] };
 
 export function joinUrl(base: string, path: string): string {
+  if (!path) return base;
   return `${base.replace(/\/+$/, '')}/${path.replace(/^\/+/, '')}`;
 }
 

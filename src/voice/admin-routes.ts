@@ -5,14 +5,21 @@ import type { FastifyInstance } from 'fastify';
 import { z } from 'zod';
 import { AssetError, type AssetLibrary } from '../audio/assets.js';
 import { McpError, toolResultText } from '../protocol/index.js';
+import { ProviderConfigError, TwoTierLlm } from '../providers/llm/twotier.js';
+import type { LlmProvider } from '../providers/llm/types.js';
 import { ROBOT_STATES, TOGGLE_NAMES } from '../robot/states.js';
 import { HttpError } from '../util/http-error.js';
 import type { Conversation } from './conversation.js';
 import type { DeviceRegistry } from './registry.js';
 import type { DeviceSession } from './session.js';
+import type { Toggles } from './toggles.js';
 
 export interface AdminRouteOptions {
   registry: DeviceRegistry<DeviceSession>;
+  toggles: Toggles;
+  llm: LlmProvider;
+  /** VOICE_PROVIDER=twotier: smart_mode flips the live TwoTier provider in-process. */
+  inProcessSmartMode: boolean;
   conversationOf: (session: DeviceSession) => Conversation | undefined;
   assets: AssetLibrary;
   mcpTimeoutMs: number;
@@ -34,7 +41,13 @@ const schemas = {
     .refine((b) => b.yaw !== undefined || b.pitch !== undefined, 'give yaw and/or pitch'),
   state: z.object({ state: z.enum(ROBOT_STATES), device_id: deviceId }),
   toggle: z.object({ name: z.enum(TOGGLE_NAMES), enabled: z.boolean(), device_id: deviceId }),
+  model: z.object({ model: z.string().trim().min(1), url: z.string().url(), api_key: z.string() }),
 };
+
+function activeModel(llm: LlmProvider): { model: string; url: string; smart_mode: boolean } | null {
+  if (!(llm instanceof TwoTierLlm)) return null;
+  return { model: llm.active.model, url: llm.active.url, smart_mode: llm.smartMode };
+}
 
 function parse<T>(schema: z.ZodType<T>, body: unknown): T {
   const result = schema.safeParse(body ?? {});
@@ -152,7 +165,39 @@ export function registerAdminRoutes(app: FastifyInstance, options: AdminRouteOpt
 
   app.post('/device/admin/set-toggle', async (request) => {
     const body = parse(schemas.toggle, request.body);
-    return callTool(body.device_id, 'self.robot.set_toggle', { name: body.name, enabled: body.enabled });
+    if (body.device_id) pick(body.device_id); // an unknown device fails before anything changes
+    if (body.name === 'smart_mode' && options.inProcessSmartMode && options.llm instanceof TwoTierLlm) {
+      try {
+        options.llm.setSmartMode(body.enabled); // fails fast without a cloud key; nothing changes
+      } catch (error) {
+        if (error instanceof ProviderConfigError) throw new HttpError(409, error.code, error.message);
+        throw error;
+      }
+    }
+    options.toggles[body.name] = body.enabled;
+    const applied = { ok: true, name: body.name, enabled: body.enabled, model: activeModel(options.llm) };
+    if (!body.device_id && registry.size === 0) return { ...applied, device_id: null };
+    return {
+      ...applied,
+      ...(await callTool(body.device_id, 'self.robot.set_toggle', {
+        name: body.name,
+        enabled: body.enabled,
+      })),
+    };
+  });
+
+  app.post('/device/admin/set-tier1slim-model', async (request) => {
+    const body = parse(schemas.model, request.body);
+    if (!(options.llm instanceof TwoTierLlm)) {
+      throw new HttpError(409, 'not_two_tier', `the active LLM provider is ${options.llm.name}, not TwoTier`);
+    }
+    try {
+      options.llm.hotSwap({ model: body.model, url: body.url, apiKey: body.api_key });
+    } catch (error) {
+      if (error instanceof ProviderConfigError) throw new HttpError(409, error.code, error.message);
+      throw error;
+    }
+    return { ok: true, model: activeModel(options.llm) };
   });
 
   app.post('/device/admin/set-face-identified', async (request) => {

@@ -10,13 +10,18 @@ import { OpenAiAsr } from '../providers/asr/openai.js';
 import { PocketsphinxAsr } from '../providers/asr/pocketsphinx.js';
 import { SherpaAsr } from '../providers/asr/sherpa.js';
 import type { AsrProvider } from '../providers/asr/types.js';
+import { AgentLlm } from '../providers/llm/agent.js';
+import { BridgeClient } from '../providers/llm/bridge-client.js';
 import { CompatLlm } from '../providers/llm/compat.js';
+import { TwoTierLlm } from '../providers/llm/twotier.js';
 import type { LlmProvider } from '../providers/llm/types.js';
 import { EspeakTts } from '../providers/tts/espeak.js';
 import { OpenAiTts } from '../providers/tts/openai.js';
 import { SherpaTts } from '../providers/tts/sherpa.js';
 import type { TtsProvider } from '../providers/tts/types.js';
 import { phraseTable } from '../robot/phrases.js';
+import type { Logger } from '../util/log.js';
+import type { Toggles } from './toggles.js';
 
 export interface VoiceProviders {
   asr: AsrProvider;
@@ -83,7 +88,32 @@ export function createTts(config: Config): TtsProvider {
   return new EspeakTts(config.TTS.espeak);
 }
 
-export function createLlm(config: Config): LlmProvider {
+export function createLlm(config: Config, logger: Logger, toggles: Toggles): LlmProvider {
+  const choice = config.selected_module.LLM;
+  if (choice === 'TwoTier') {
+    const t = config.LLM.TwoTier;
+    return new TwoTierLlm({
+      local: { url: t.url, apiKey: t.api_key, model: t.model },
+      cloud: { url: t.cloud_url, apiKey: t.cloud_api_key, model: t.smart_model },
+      smartMode: toggles.smart_mode,
+      maxTokens: t.max_tokens,
+      temperature: t.temperature,
+      timeoutSec: t.timeout,
+      personaFile: t.persona_file,
+      bridge: new BridgeClient({ url: config.bridge.url, logger }),
+      shortTimeoutMs: config.bridge.timeout_short * 1000,
+      longTimeoutMs: config.bridge.timeout_long * 1000,
+      logger,
+    });
+  }
+  if (choice === 'AgentLLM') {
+    const a = config.LLM.AgentLLM;
+    return new AgentLlm({
+      url: a.url || `${config.bridge.url.replace(/\/+$/, '')}/api/message/stream`,
+      channel: a.channel || config.bridge.robot_channel,
+      timeoutSec: a.timeout,
+    });
+  }
   const c = config.LLM.CompatLLM;
   return new CompatLlm({
     url: c.url,
@@ -95,11 +125,11 @@ export function createLlm(config: Config): LlmProvider {
   });
 }
 
-export function createProviders(config: Config): VoiceProviders {
+export function createProviders(config: Config, logger: Logger, toggles: Toggles): VoiceProviders {
   return {
     asr: createAsr(config),
     tts: createTts(config),
-    llm: createLlm(config),
+    llm: createLlm(config, logger, toggles),
     createVad: () => SileroVad.create(),
   };
 }

@@ -35,8 +35,15 @@ export async function runChatReply(input: ChatReplyInput): Promise<string> {
   const { llm, speech, sink, signal, log } = input;
   sink.sendJson({ type: 'llm', emotion: 'thinking', session_id: sink.sessionId });
 
-  const segments = new AsyncQueue<string>();
-  const segmenter = new Segmenter();
+  // `lead` marks text that starts a part of the reply: its leading emoji sets the face. A tool filler is one
+  // part and the answer after it another, so each shows its own emotion.
+  const segments = new AsyncQueue<{ text: string; lead: boolean }>();
+  let segmenter = new Segmenter();
+  let lead = true;
+  const push = (text: string) => {
+    segments.push({ text, lead });
+    lead = false;
+  };
   const readModel = async () => {
     const stream = llm.reply({
       sessionId: sink.sessionId,
@@ -45,7 +52,12 @@ export async function runChatReply(input: ChatReplyInput): Promise<string> {
       systemPrompt: input.systemPrompt,
       kidMode: input.kidMode,
       signal,
-      say: (filler) => segments.push(filler),
+      say: (filler) => {
+        for (const segment of segmenter.flush()) push(segment);
+        segments.push({ text: filler, lead: true });
+        segmenter = new Segmenter();
+        lead = true;
+      },
     });
     let first = true;
     for await (const delta of stream) {
@@ -53,15 +65,15 @@ export async function runChatReply(input: ChatReplyInput): Promise<string> {
         first = false;
         input.onFirstToken?.();
       }
-      for (const segment of segmenter.push(delta)) segments.push(segment);
+      for (const segment of segmenter.push(delta)) push(segment);
     }
-    for (const segment of segmenter.flush()) segments.push(segment);
+    for (const segment of segmenter.flush()) push(segment);
     segments.end();
   };
   readModel().catch((error) => segments.fail(error));
 
   try {
-    for await (const segment of segments) await speech.speak(segment);
+    for await (const segment of segments) await speech.speak(segment.text, segment.lead);
   } catch (error) {
     if (signal.aborted) return speech.spoken.join(' ');
     log.warn({ err: (error as Error).message, provider: llm.name }, 'model failed during a turn');

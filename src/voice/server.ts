@@ -18,6 +18,7 @@ import { registerOtaRoutes } from './ota-routes.js';
 import { createProviders, type VoiceProviders } from './providers.js';
 import { DeviceRegistry } from './registry.js';
 import { DeviceSession } from './session.js';
+import { readToggles, type Toggles } from './toggles.js';
 import { createWsListener } from './ws-listener.js';
 
 export const DOWNLINK_SAMPLE_RATE = 24_000;
@@ -28,6 +29,8 @@ export interface VoiceServer {
   readonly wsPort: number;
   readonly httpPort: number;
   readonly providers: VoiceProviders;
+  /** kid_mode / smart_mode as the voice server applies them (pushed by the bridge through set-toggle). */
+  readonly toggles: Toggles;
   conversationOf(session: DeviceSession): Conversation | undefined;
   /** Called for every new device session, so later stages (the turn pipeline) can attach. */
   onSession(listener: (session: DeviceSession) => void): void;
@@ -46,7 +49,8 @@ export async function startVoiceServer(
 ): Promise<VoiceServer> {
   const dataDir = resolve(config.data_dir);
   await loadResampler();
-  const providers = options.providers ?? createProviders(config);
+  const toggles = readToggles(dataDir);
+  const providers = options.providers ?? createProviders(config, logger.child({ component: 'llm' }), toggles);
   await providers.createVad(); // fail at startup, not at the first hello
   mkdirSync(dataDir, { recursive: true });
   const registry = new DeviceRegistry<DeviceSession>();
@@ -80,6 +84,9 @@ export async function startVoiceServer(
   songTimer.unref();
   registerAdminRoutes(app, {
     registry,
+    toggles,
+    llm: providers.llm,
+    inProcessSmartMode: config.voice_provider === 'twotier',
     conversationOf: (session) => conversations.get(session),
     assets,
     mcpTimeoutMs: Math.min(config.mcp.timeout_ms, 10_000),
@@ -131,6 +138,7 @@ export async function startVoiceServer(
           logger: wsLogger,
           assets,
           songs: () => songNames,
+          kidMode: () => toggles.kid_mode,
         }),
       );
       wsLogger.info(
@@ -160,6 +168,7 @@ export async function startVoiceServer(
       return httpPort;
     },
     providers,
+    toggles,
     conversationOf: (session) => conversations.get(session),
     onSession: (listener) => sessionListeners.push(listener),
     async close() {

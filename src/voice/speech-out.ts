@@ -55,8 +55,12 @@ export class SpeechOut {
     return rest;
   }
 
-  /** Synthesises one segment (markdown and emoji removed) and queues it behind the segments before it. */
-  async speak(segment: string): Promise<void> {
+  /**
+   * Synthesises one segment (markdown and emoji removed) and queues it behind the segments before it.
+   * A `lead` segment starts a new part of the reply (a tool filler, the answer after it): its emoji counts.
+   */
+  async speak(segment: string, lead = false): Promise<void> {
+    if (lead) this.emotionSent = false;
     await this.speakVerbatim(stripEmoji(cleanForSpeech(this.emotion(segment))));
   }
 

@@ -13,7 +13,7 @@ let t: TestVoice;
 
 beforeAll(async () => {
   model = await new FakeOpenAi().start();
-  t = await startTestVoice({ LLM: { CompatLLM: { url: model.url } } });
+  t = await startTestVoice({ LLM: { TwoTier: { url: model.url } } });
   mkdirSync(join(t.dataDir, 'songs'), { recursive: true });
   const tone = new Int16Array(16_000); // one second of 440 Hz at 16 kHz
   for (let i = 0; i < tone.length; i++)

@@ -13,7 +13,7 @@ beforeAll(async () => {
   remote.transcription = 'what is the weather like today';
   remote.responder = () => ({ text: '😊 It is sunny.' });
   t = await startTestVoice({
-    selected_module: { ASR: 'openai', TTS: 'openai' },
+    selected_module: { ASR: 'openai', TTS: 'openai', LLM: 'CompatLLM' },
     ASR: { openai: { url: remote.url, api_key: 'asr-key', model: 'whisper-test' } },
     TTS: { openai: { url: remote.url, api_key: 'tts-key', model: 'tts-test', voice: 'nova' } },
     LLM: { CompatLLM: { url: remote.url } },

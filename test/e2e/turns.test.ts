@@ -17,7 +17,7 @@ let t: TestVoice;
 beforeAll(async () => {
   model = await new FakeOpenAi().start();
   model.responder = () => ({ text: '😊 Okay.' });
-  t = await startTestVoice({ LLM: { CompatLLM: { url: model.url, model: 'fake-model' } } });
+  t = await startTestVoice({ LLM: { TwoTier: { url: model.url, model: 'fake-model' } } });
 }, 60_000);
 
 afterAll(async () => {

@@ -16,7 +16,7 @@ let timeline: Timeline;
 beforeAll(async () => {
   model = await new FakeOpenAi().start();
   model.responder = () => ({ text: '😊 It is sunny.' });
-  t = await startTestVoice({ LLM: { CompatLLM: { url: model.url, model: 'fake-model' } } });
+  t = await startTestVoice({ LLM: { TwoTier: { url: model.url, model: 'fake-model' } } });
   robot = t.robot();
   timeline = new Timeline(robot);
   await robot.start();

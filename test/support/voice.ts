@@ -20,6 +20,8 @@ export async function startTestVoice(overrides: Record<string, unknown> = {}): P
   const dataDir = mkdtempSync(join(tmpdir(), 'deskbot-test-'));
   const raw = {
     data_dir: dataDir,
+    // Nothing listens on the discard port: the bridge is "down" unless a test points at its own.
+    bridge: { url: 'http://127.0.0.1:9' },
     ...overrides,
     server: { bind_host: '127.0.0.1', ws_port: 0, http_port: 0, ...((overrides.server as object) ?? {}) },
   };
