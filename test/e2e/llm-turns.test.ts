@@ -205,3 +205,50 @@ describe('smart mode and the hot swap', () => {
     ).toBe(200);
   }, 30_000);
 });
+
+describe.each([
+  ['twotier', true],
+  ['agent', false],
+])('VOICE_PROVIDER=%s with a cloud key', (voiceProvider, flipsInProcess) => {
+  let server: TestVoice;
+  beforeAll(async () => {
+    server = await startTestVoice({
+      voice_provider: voiceProvider,
+      bridge: { url: bridge.url },
+      LLM: {
+        TwoTier: { url: local.url, api_key: 'local-key', model: 'small-4b', cloud_url: cloud.url, cloud_api_key: 'cloud-key', smart_model: 'big-cloud' },
+      },
+    });
+  }, 60_000);
+  afterAll(async () => {
+    await server.close();
+  });
+
+  it(flipsInProcess ? 'smart mode on switches the next turn to the cloud model, no restart' : 'smart mode only lights the pip', async () => {
+    const robot = server.robot();
+    await robot.start();
+    await eventually(() => server.voice.registry.get(robot.deviceId));
+    const flip = await fetch(`${server.httpUrl}/device/admin/set-toggle`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ name: 'smart_mode', enabled: true }),
+    });
+    expect(flip.status).toBe(200);
+    expect(robot.model.toggles.smart_mode).toBe(true); // the pip, through self.robot.set_toggle
+    const localBefore = local.chatRequests().length;
+    const cloudBefore = cloud.chatRequests().length;
+    (flipsInProcess ? cloud : local).script({ text: '😊 Answer.' });
+    const done = robot.waitFor(isStop, 20_000);
+    robot.listen('detect', 'auto', 'which model are you');
+    await done;
+    if (flipsInProcess) {
+      expect(cloud.chatRequests().length).toBe(cloudBefore + 1);
+      expect(cloud.chatRequests().at(-1)!.body.model).toBe('big-cloud');
+      expect(cloud.chatRequests().at(-1)!.headers.authorization).toBe('Bearer cloud-key');
+      expect(local.chatRequests().length).toBe(localBefore);
+    } else {
+      expect(local.chatRequests().length).toBe(localBefore + 1);
+      expect(cloud.chatRequests().length).toBe(cloudBefore);
+    }
+  }, 30_000);
+});
