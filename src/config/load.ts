@@ -55,6 +55,9 @@ const ENV_MAP: Array<[string, string[], 'int' | 'number' | 'string' | 'bool']> =
   ['SMART_MODEL', ['LLM', 'TwoTier', 'smart_model'], 'string'],
 ];
 
+/** Variables whose empty value is a setting of its own (SPEC: an empty greeting disables it). */
+const EMPTY_MEANS_SOMETHING = new Set(['FACE_GREET_TEXT']);
+
 /** Variables that only fill a value when another left it empty (SPEC: the cloud key falls back). */
 const ENV_FALLBACKS: Array<[string, string[]]> = [
   ['CLOUD_ROUTER_API_KEY', ['LLM', 'TwoTier', 'cloud_api_key']],
@@ -86,7 +89,7 @@ export function loadConfig(options: LoadOptions = {}): Config {
   }
   for (const [name, path, kind] of ENV_MAP) {
     const value = env[name];
-    if (value === undefined || value === '') continue;
+    if (value === undefined || (value === '' && !EMPTY_MEANS_SOMETHING.has(name))) continue;
     setPath(raw, path, readEnv(name, value, kind));
   }
   for (const [name, path] of ENV_FALLBACKS) {
