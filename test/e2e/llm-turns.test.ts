@@ -216,7 +216,14 @@ describe.each([
       voice_provider: voiceProvider,
       bridge: { url: bridge.url },
       LLM: {
-        TwoTier: { url: local.url, api_key: 'local-key', model: 'small-4b', cloud_url: cloud.url, cloud_api_key: 'cloud-key', smart_model: 'big-cloud' },
+        TwoTier: {
+          url: local.url,
+          api_key: 'local-key',
+          model: 'small-4b',
+          cloud_url: cloud.url,
+          cloud_api_key: 'cloud-key',
+          smart_model: 'big-cloud',
+        },
       },
     });
   }, 60_000);
@@ -224,7 +231,9 @@ describe.each([
     await server.close();
   });
 
-  it(flipsInProcess ? 'smart mode on switches the next turn to the cloud model, no restart' : 'smart mode only lights the pip', async () => {
+  it(flipsInProcess
+    ? 'smart mode on switches the next turn to the cloud model, no restart'
+    : 'smart mode only lights the pip', async () => {
     const robot = server.robot();
     await robot.start();
     await eventually(() => server.voice.registry.get(robot.deviceId));
