@@ -91,9 +91,9 @@ describe('deskbot CLI', () => {
       out += chunk.toString();
     });
     const code = await new Promise<number | null>((resolve) => robot.on('exit', resolve));
-    expect(out).toContain('connected, session');
-    expect(out).toContain('MCP initialized');
-    expect(code).toBe(0);
+    expect(out, out).toContain('connected, session');
+    expect(out, out).toContain('MCP initialized');
+    expect(code, out).toBe(0);
 
     server.kill('SIGTERM');
     const exit = await new Promise<number | null>((resolve) => server.on('exit', resolve));
