@@ -53,6 +53,15 @@ const ENV_MAP: Array<[string, string[], 'int' | 'number' | 'string' | 'bool']> =
   ['TWOTIER_CLOUD_URL', ['LLM', 'TwoTier', 'cloud_url'], 'string'],
   ['TWOTIER_CLOUD_API_KEY', ['LLM', 'TwoTier', 'cloud_api_key'], 'string'],
   ['SMART_MODEL', ['LLM', 'TwoTier', 'smart_model'], 'string'],
+  ['AGENT_CMD', ['agent', 'command'], 'string'],
+  ['AGENT_MODEL', ['agent', 'model'], 'string'],
+  ['AGENT_MODEL_URL', ['agent', 'model_url'], 'string'],
+  ['AGENT_API_KEY', ['agent', 'api_key'], 'string'],
+  ['AGENT_SESSION_IDLE_SEC', ['agent', 'session_idle_sec'], 'number'],
+  ['AGENT_SESSION_MAX_TURNS', ['agent', 'session_max_turns'], 'int'],
+  ['AGENT_SESSION_MAX_AGE_SEC', ['agent', 'session_max_age_sec'], 'number'],
+  ['LOCAL_ROUTER_URL', ['local_router', 'url'], 'string'],
+  ['THINK_MODEL', ['local_router', 'think_model'], 'string'],
 ];
 
 /** Variables whose empty value is a setting of its own (SPEC: an empty greeting disables it). */

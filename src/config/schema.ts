@@ -191,6 +191,32 @@ export const configSchema = z.object({
       api_key: z.string().default(''),
     })
     .prefault({}),
+  /** The agent runtime the bridge drives over ACP, and the embedded agent's own model. */
+  agent: z
+    .object({
+      /** Command line the bridge spawns (env AGENT_CMD); '' = this package's own `deskbot agent`. */
+      command: z.string().default(''),
+      /** The embedded agent's model endpoint; '' = cloud.url (env AGENT_MODEL_URL). */
+      model_url: z.string().default(''),
+      /** '' = cloud.api_key (env AGENT_API_KEY). */
+      api_key: z.string().default(''),
+      model: z.string().default('openai/gpt-4o-mini'),
+      /** Seconds per agent turn (SPEC agent provider timeout). */
+      turn_timeout: z.number().positive().default(90),
+      /** Session rotation (DESIGN §3). */
+      session_idle_sec: z.number().positive().default(300),
+      session_max_turns: z.number().int().positive().default(50),
+      session_max_age_sec: z.number().positive().default(1800),
+    })
+    .prefault({}),
+  /** The real local OpenAI-compatible router (llama.cpp server, llama-swap, Ollama...); '' = none. */
+  local_router: z
+    .object({
+      url: z.string().default(''),
+      /** The large local reasoning model for think_hard (env THINK_MODEL). */
+      think_model: z.string().default('qwen3-32b'),
+    })
+    .prefault({}),
   face_greet: z
     .object({
       /** Empty disables the spoken greeting (env FACE_GREET_TEXT). */
