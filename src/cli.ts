@@ -2,6 +2,7 @@
 import { readFile } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
+import { agentCommand, startBridge } from './bridge/server.js';
 import { ConfigError, loadConfig } from './config/index.js';
 import { VirtualRobot } from './device/robot.js';
 import { fetchModel, isModelInstalled, listModels } from './models/fetch.js';
@@ -15,7 +16,7 @@ const USAGE = `deskbot ${VERSION} — backend for a xiaozhi-protocol desk robot
 Usage:
   deskbot start                 voice server + bridge + agent (embedded defaults)
   deskbot voice                 the voice server only (WS :8000, HTTP :8003)
-  deskbot bridge                the bridge only (HTTP :8080)
+  deskbot bridge                the bridge (HTTP :8080) and the agent runtime it drives
   deskbot agent                 the embedded ACP agent on stdio
   deskbot robot [options]       the virtual robot: boots via OTA, connects, talks
       --ota URL                 boot endpoint (default http://localhost:8003/device/ota/)
@@ -49,13 +50,13 @@ export async function main(argv: string[]): Promise<number> {
         return 0;
       case 'start':
       case 'voice':
-        return await runVoice(command);
       case 'bridge':
-      case 'agent':
-        console.error(
-          `deskbot ${command}: this service is not in ${VERSION} yet; run "deskbot voice" for the voice server.`,
-        );
-        return 2;
+        return await runServices(command);
+      case 'agent': {
+        // stdout carries the ACP protocol: nothing else may print there.
+        const { main: runAgent } = await import('./agent/agent.js');
+        return await runAgent();
+      }
       case 'robot':
         return await runRobot(rest);
       case 'models':
@@ -73,41 +74,57 @@ export async function main(argv: string[]): Promise<number> {
   }
 }
 
-async function runVoice(command: string): Promise<number> {
+async function runServices(command: 'start' | 'voice' | 'bridge'): Promise<number> {
   const config = loadConfig();
   const logger = createLogger('deskbot', config.log_level);
-  let voice: Awaited<ReturnType<typeof startVoiceServer>>;
+  const withVoice = command !== 'bridge';
+  const withBridge = command !== 'voice';
+  let voice: Awaited<ReturnType<typeof startVoiceServer>> | undefined;
+  let bridge: Awaited<ReturnType<typeof startBridge>> | undefined;
   try {
-    voice = await startVoiceServer(config, logger);
+    if (withVoice) voice = await startVoiceServer(config, logger);
+    if (withBridge) bridge = await startBridge(config, logger);
   } catch (error) {
+    await voice?.close();
     const e = error as NodeJS.ErrnoException;
     if (e.code === 'EADDRINUSE') {
       console.error(
-        `deskbot: port already in use (${e.message}); set VOICE_WS_PORT / VOICE_HTTP_PORT to free ports`,
+        `deskbot: port already in use (${e.message}); set VOICE_WS_PORT / VOICE_HTTP_PORT / BRIDGE_PORT to free ports`,
       );
       return 1;
     }
     throw error;
   }
   const host = config.server.bind_host === '0.0.0.0' ? 'localhost' : config.server.bind_host;
-  console.log(
-    [
-      `deskbot ${VERSION} (${command})`,
+  const lines = [`deskbot ${VERSION} (${command})`];
+  if (voice) {
+    lines.push(
       `  device WebSocket   ws://${host}:${voice.wsPort}/device/v1/`,
       `  boot (OTA)         http://${host}:${voice.httpPort}/device/ota/`,
       `  voice admin        http://${host}:${voice.httpPort}/device/admin/devices`,
-      `  data directory     ${resolve(config.data_dir)}`,
       `  speech             VAD ${config.selected_module.VAD} · ASR ${voice.providers.asr.describe()}`,
       `                     TTS ${voice.providers.tts.describe()}`,
       `  language model     ${voice.providers.llm.describe()}`,
-      `  bridge, agent      not in this version yet`,
-      `  try it             npx deskbot robot --ota http://${host}:${voice.httpPort}/device/ota/`,
-    ].join('\n'),
-  );
-  await warnIfUnreachable('language model (LLM.CompatLLM.url)', config.LLM.CompatLLM.url);
+    );
+  }
+  if (bridge) {
+    lines.push(
+      `  bridge             http://${host}:${bridge.port}/  (admin /admin/* from localhost only)`,
+      `  agent runtime      ${agentCommand(config.agent.command).join(' ')} (model ${config.agent.model})`,
+    );
+  }
+  lines.push(`  data directory     ${resolve(config.data_dir)}`);
+  if (voice)
+    lines.push(`  try it             npx deskbot robot --ota http://${host}:${voice.httpPort}/device/ota/`);
+  console.log(lines.join('\n'));
+  if (voice && config.selected_module.LLM === 'CompatLLM')
+    await warnIfUnreachable('language model (LLM.CompatLLM.url)', config.LLM.CompatLLM.url);
+  if (voice && config.selected_module.LLM === 'TwoTier')
+    await warnIfUnreachable('inner-loop model (TWOTIER_LOCAL_URL)', config.LLM.TwoTier.url);
   await waitForSignal();
   console.log('deskbot: shutting down');
-  await voice.close();
+  await voice?.close();
+  await bridge?.close();
   return 0;
 }
 

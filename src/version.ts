@@ -1,19 +1,24 @@
 import { readFileSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
 
-// Read once from package.json, which sits two levels up from both src/ and dist/src/.
-function readVersion(): string {
-  for (const rel of ['../package.json', '../../package.json']) {
+// package.json sits one level above src/ and two above dist/src/.
+function findPackage(): { root: string; version: string } {
+  for (const rel of ['../', '../../']) {
     try {
-      const pkg = JSON.parse(readFileSync(new URL(rel, import.meta.url), 'utf8')) as {
+      const dir = new URL(rel, import.meta.url);
+      const pkg = JSON.parse(readFileSync(new URL('package.json', dir), 'utf8')) as {
         name?: string;
         version?: string;
       };
-      if (pkg.name === 'deskbot' && pkg.version) return pkg.version;
+      if (pkg.name === 'deskbot' && pkg.version) return { root: fileURLToPath(dir), version: pkg.version };
     } catch {
       // try the next location
     }
   }
-  return '0.0.0';
+  return { root: process.cwd(), version: '0.0.0' };
 }
 
-export const VERSION = readVersion();
+const found = findPackage();
+export const VERSION = found.version;
+/** The package's folder (where bin/, config/ and package.json are). */
+export const PACKAGE_ROOT = found.root;

@@ -31,6 +31,7 @@ const ENV_MAP: Array<[string, string[], 'int' | 'number' | 'string' | 'bool']> =
   ['VOICE_PROVIDER', ['voice_provider'], 'string'],
   ['BRIDGE_URL', ['bridge', 'url'], 'string'],
   ['BRIDGE_PORT', ['bridge', 'port'], 'int'],
+  ['VOICE_URL', ['bridge', 'voice_url'], 'string'],
   ['BRIDGE_TIMEOUT_SHORT', ['bridge', 'timeout_short'], 'number'],
   ['BRIDGE_TIMEOUT_LONG', ['bridge', 'timeout_long'], 'number'],
   ['VOICE_THINKER_TIMEOUT', ['bridge', 'thinker_timeout'], 'number'],

@@ -165,6 +165,8 @@ export const configSchema = z.object({
     .object({
       url: z.string().default('http://localhost:8080'),
       port: port.default(8080),
+      /** Where the bridge reaches the voice server's HTTP admin routes (env VOICE_URL). */
+      voice_url: z.string().default('http://localhost:8003'),
       /** Seconds; memory_lookup, play_song, take_photo (env BRIDGE_TIMEOUT_SHORT). */
       timeout_short: z.number().positive().default(5),
       /** Seconds; think_hard (env BRIDGE_TIMEOUT_LONG). */

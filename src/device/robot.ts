@@ -32,6 +32,7 @@ import {
   runningVersion,
   wantsUpgrade,
 } from './boot.js';
+import { DEFAULT_SCENE, explainPhoto, renderJpeg, type Scene } from './camera.js';
 import { DeviceMcpServer } from './mcp-server.js';
 import { buildTools, type DeviceModel, initialModel } from './tools.js';
 import { speechPcm16k } from './voice.js';
@@ -86,6 +87,8 @@ export class VirtualRobot extends EventEmitter<RobotEvents> {
   downlinkSampleRate = 24_000;
   vision: { url?: string; token?: string } = {};
   speaking = false;
+  /** What the camera sees. */
+  scene: Scene = { ...DEFAULT_SCENE };
   private persisted: Persisted;
   private socket: WebSocket | undefined;
   private binaryVersion: BinaryVersion;
@@ -111,6 +114,12 @@ export class VirtualRobot extends EventEmitter<RobotEvents> {
       },
     });
     const tools = buildTools(this.model, {
+      takePhoto: (question) =>
+        explainPhoto(
+          { ...this.vision, deviceId: this.deviceId, clientId: this.persisted.clientId },
+          question,
+          renderJpeg(this.scene),
+        ),
       reboot: () => void this.reboot(),
       deviceStatus: () => ({ firmware: this.firmwareVersion, partition: this.persisted.flash.running }),
     });

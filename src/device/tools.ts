@@ -46,6 +46,8 @@ export interface ToolHooks {
   reboot?: () => void;
   now?: () => number;
   deviceStatus?: () => Record<string, unknown>;
+  /** Takes a photo and returns the vision reply; the camera tool exists only when this is given. */
+  takePhoto?: (question: string) => Promise<string>;
 }
 
 const int = (min: number, max: number, description: string) => ({
@@ -112,6 +114,23 @@ export function buildTools(model: DeviceModel, hooks: ToolHooks = {}): DeviceToo
         return ok();
       },
     },
+    ...(hooks.takePhoto
+      ? [
+          {
+            name: 'self.camera.take_photo',
+            description:
+              'Take a photo with the camera and ask a question about it. Use it when the user asks what you see.',
+            inputSchema: object(
+              { question: { type: 'string', description: 'what to find out about the photo' } },
+              ['question'],
+            ),
+            call: (args: Record<string, unknown>) => {
+              if (!model.cameraEnabled) throw new Error('The camera is disabled');
+              return hooks.takePhoto!(String(args.question));
+            },
+          } satisfies DeviceTool,
+        ]
+      : []),
     {
       name: 'self.robot.set_led_color',
       description:

@@ -176,14 +176,26 @@ export function registerAdminRoutes(app: FastifyInstance, options: AdminRouteOpt
     }
     options.toggles[body.name] = body.enabled;
     const applied = { ok: true, name: body.name, enabled: body.enabled, model: activeModel(options.llm) };
-    if (!body.device_id && registry.size === 0) return { ...applied, device_id: null };
-    return {
-      ...applied,
-      ...(await callTool(body.device_id, 'self.robot.set_toggle', {
-        name: body.name,
-        enabled: body.enabled,
-      })),
-    };
+    // Toggles are global: without a device_id every connected robot gets the pip.
+    const targets = body.device_id ? [pick(body.device_id)] : registry.list();
+    const devices = await Promise.all(
+      targets.map(async (session) => {
+        try {
+          await session.mcp.callTool(
+            'self.robot.set_toggle',
+            { name: body.name, enabled: body.enabled },
+            { timeoutMs: options.mcpTimeoutMs },
+          );
+          return { device_id: session.deviceId, ok: true };
+        } catch (error) {
+          return { device_id: session.deviceId, ok: false, error: (error as Error).message };
+        }
+      }),
+    );
+    if (body.device_id && devices[0] && !devices[0].ok) {
+      throw new HttpError(502, 'device_error', `device refused self.robot.set_toggle: ${devices[0].error}`);
+    }
+    return { ...applied, devices };
   });
 
   app.post('/device/admin/set-tier1slim-model', async (request) => {

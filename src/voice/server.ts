@@ -19,6 +19,7 @@ import { createProviders, type VoiceProviders } from './providers.js';
 import { DeviceRegistry } from './registry.js';
 import { DeviceSession } from './session.js';
 import { readToggles, type Toggles } from './toggles.js';
+import { registerVision, visionAvailable } from './vision.js';
 import { createWsListener } from './ws-listener.js';
 
 export const DOWNLINK_SAMPLE_RATE = 24_000;
@@ -108,6 +109,14 @@ export async function startVoiceServer(
     },
   };
 
+  await registerVision(app, {
+    registry,
+    vlm: { url: config.vision.vlm_api_url, apiKey: config.cloud.api_key, model: config.vision.vlm_model },
+    available: () => visionAvailable(config),
+    timeoutMs: 20_000,
+    logger: logger.child({ component: 'vision' }),
+  });
+
   const wsLogger = logger.child({ component: 'voice-ws' });
   const wsServer = createWsListener({
     logger: wsLogger,
@@ -127,6 +136,16 @@ export async function startVoiceServer(
       });
       registry.add(session);
       session.on('closed', () => registry.remove(session));
+      // Re-sync the toggle pips on every (re)connection: the device boots with both off. The voice server's
+      // toggles are the persisted ones (read at start) plus every change the bridge pushed since.
+      session.once('ready', () => {
+        if (!session.tools.some((tool) => tool.name === 'self.robot.set_toggle')) return;
+        for (const name of ['kid_mode', 'smart_mode'] as const) {
+          session.mcp
+            .callTool('self.robot.set_toggle', { name, enabled: toggles[name] }, { timeoutMs: 5000 })
+            .catch((error: Error) => wsLogger.warn({ err: error.message, name }, 'toggle re-sync failed'));
+        }
+      });
       // The conversation exists before the first frame is read, so a `listen` right after hello is never lost.
       conversations.set(
         session,

@@ -1,0 +1,150 @@
+// Bridge admin routes (SPEC "Bridge admin routes"): loopback peers only, everyone else gets 403.
+import { join } from 'node:path';
+import type { FastifyInstance } from 'fastify';
+import { z } from 'zod';
+import type { MemoryStore } from '../agent/memory.js';
+import { PERSONA_FILES } from '../agent/workspace.js';
+import { ROBOT_STATES } from '../robot/states.js';
+import { writeFileAtomic } from '../util/atomic-file.js';
+import { HttpError } from '../util/http-error.js';
+import type { AllowList } from './allow-list.js';
+import { loopbackOnly } from './loopback.js';
+import type { TogglesStore } from './toggles-store.js';
+import { VoiceCallError, type VoiceClient } from './voice-client.js';
+
+export interface AdminRouteOptions {
+  toggles: TogglesStore;
+  voice: VoiceClient;
+  workspaceDir: string;
+  memory: () => Promise<MemoryStore>;
+  allowList: AllowList;
+  /** VOICE_PROVIDER=twotier: the voice server flips its model in-process when the smart pip is pushed. */
+  inProcessSmartMode: boolean;
+  cloudKeyPresent: () => boolean;
+  /** The voice daemon's live endpoint, for /admin/model {daemon: voice}. */
+  voiceEndpoint: (smart: boolean) => { url: string; apiKey: string };
+  /** Restarts the agent runtime with a model (agent daemon, smart mode in agent mode). */
+  restartAgent: (model?: string) => Promise<void>;
+  smartModel: string;
+  agentModel: string;
+  saveModelOverride: (daemon: 'voice' | 'agent', model: string) => Promise<void>;
+}
+
+const deviceId = z.string().min(1).max(64).optional();
+const schemas = {
+  toggle: z.object({ enabled: z.boolean(), device_id: deviceId }),
+  persona: z.object({ file: z.string().max(64), content: z.string().max(256 * 1024) }),
+  model: z.object({ daemon: z.enum(['voice', 'agent']), model: z.string().trim().min(1).max(200) }),
+  safety: z.object({ action: z.enum(['add', 'remove']), tool: z.string().max(120) }),
+  state: z.object({ state: z.enum(ROBOT_STATES), device_id: deviceId }),
+};
+
+function parse<T>(schema: z.ZodType<T>, body: unknown): T {
+  const result = schema.safeParse(body ?? {});
+  if (result.success) return result.data;
+  const issue = result.error.issues[0];
+  throw new HttpError(
+    400,
+    'invalid_body',
+    `${issue?.path.join('.') || 'body'}: ${issue?.message ?? 'invalid'}`,
+  );
+}
+
+export function registerAdminRoutes(app: FastifyInstance, options: AdminRouteOptions): void {
+  app.register(async (admin) => {
+    admin.addHook('onRequest', loopbackOnly);
+
+    /** Pushes a pip to the robot; the toggle is already persisted, so a missing robot is reported, not fatal. */
+    const pushPip = async (name: 'kid_mode' | 'smart_mode', enabled: boolean, device?: string) => {
+      try {
+        await options.voice.post('set-toggle', { name, enabled, ...(device ? { device_id: device } : {}) });
+        return { pushed: true };
+      } catch (error) {
+        if (error instanceof VoiceCallError && error.status === 409)
+          throw new HttpError(409, error.code, error.message);
+        return { pushed: false, push_error: (error as Error).message };
+      }
+    };
+
+    admin.post('/admin/kid-mode', async (request) => {
+      const body = parse(schemas.toggle, request.body);
+      const toggles = await options.toggles.set('kid_mode', body.enabled);
+      return { ok: true, toggles, ...(await pushPip('kid_mode', body.enabled, body.device_id)) };
+    });
+
+    admin.post('/admin/smart-mode', async (request) => {
+      const body = parse(schemas.toggle, request.body);
+      if (body.enabled && !options.cloudKeyPresent()) {
+        throw new HttpError(
+          409,
+          'no_cloud_key',
+          'smart mode needs a cloud API key: set TWOTIER_CLOUD_API_KEY (or CLOUD_ROUTER_API_KEY)',
+        );
+      }
+      const previous = options.toggles.get().smart_mode;
+      const toggles = await options.toggles.set('smart_mode', body.enabled);
+      try {
+        const pushed = await pushPip('smart_mode', body.enabled, body.device_id);
+        // In agent mode the model switch is a configuration change: restart the runtime on the new model.
+        if (!options.inProcessSmartMode)
+          await options.restartAgent(body.enabled ? options.smartModel : options.agentModel);
+        return { ok: true, toggles, ...pushed };
+      } catch (error) {
+        await options.toggles.set('smart_mode', previous); // the flip failed: nothing changes
+        throw error;
+      }
+    });
+
+    admin.post('/admin/persona', async (request) => {
+      const body = parse(schemas.persona, request.body);
+      if (!(PERSONA_FILES as readonly string[]).includes(body.file)) {
+        throw new HttpError(400, 'unknown_persona_file', `file must be one of ${PERSONA_FILES.join(', ')}`);
+      }
+      await writeFileAtomic(join(options.workspaceDir, body.file), body.content);
+      if (body.file === 'MEMORY.md') await (await options.memory()).reload();
+      return { ok: true, file: body.file, bytes: Buffer.byteLength(body.content) };
+    });
+
+    admin.post('/admin/model', async (request) => {
+      const body = parse(schemas.model, request.body);
+      await options.saveModelOverride(body.daemon, body.model);
+      if (body.daemon === 'voice') {
+        const endpoint = options.voiceEndpoint(options.toggles.get().smart_mode);
+        try {
+          await options.voice.post('set-tier1slim-model', {
+            model: body.model,
+            url: endpoint.url,
+            api_key: endpoint.apiKey,
+          });
+        } catch (error) {
+          if (error instanceof VoiceCallError)
+            throw new HttpError(error.status === 409 ? 409 : 502, error.code, error.message);
+          throw error;
+        }
+      } else {
+        await options.restartAgent(body.model);
+      }
+      return { ok: true, daemon: body.daemon, model: body.model };
+    });
+
+    admin.get('/admin/safety', async () => ({ tools: options.allowList.list() }));
+    admin.post('/admin/safety', async (request) => {
+      const body = parse(schemas.safety, request.body);
+      const tools = await options.allowList.apply(body.action, body.tool);
+      return { ok: true, tools };
+    });
+
+    admin.post('/admin/state', async (request) => {
+      const body = parse(schemas.state, request.body);
+      try {
+        return await options.voice.post('set-state', {
+          state: body.state,
+          ...(body.device_id ? { device_id: body.device_id } : {}),
+        });
+      } catch (error) {
+        if (error instanceof VoiceCallError) throw new HttpError(error.status, error.code, error.message);
+        throw error;
+      }
+    });
+  });
+}

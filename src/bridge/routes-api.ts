@@ -1,0 +1,133 @@
+// The bridge's LAN API: the agent-path message routes and the voice server's tool/memory routes.
+import type { FastifyInstance } from 'fastify';
+import { z } from 'zod';
+import type { MemoryStore } from '../agent/memory.js';
+import { ESCALATION_TOOLS } from '../providers/llm/tools.js';
+import { enforceEmojiPrefix } from '../robot/emotions.js';
+import { HttpError } from '../util/http-error.js';
+import { Segmenter } from '../voice/segmenter.js';
+import type { AcpClient } from './acp-client.js';
+import { type EscalationDeps, escalate } from './escalation.js';
+import {
+  AGENT_FALLBACK_REPLY,
+  type ChannelNames,
+  finishReply,
+  isRobotChannel,
+  sandwich,
+} from './message-rules.js';
+
+export interface ApiRouteOptions {
+  agent: () => AcpClient;
+  memory: () => Promise<MemoryStore>;
+  escalation: EscalationDeps;
+  channels: ChannelNames;
+  kidMode: () => boolean;
+  maxSentences: number;
+}
+
+const text = (max: number) => z.string().max(max);
+const schemas = {
+  message: z.object({
+    content: text(8000).trim().min(1),
+    channel: text(100),
+    session_id: text(200).optional(),
+  }),
+  escalate: z.object({
+    tool: z.enum(ESCALATION_TOOLS),
+    args: z.record(z.string(), z.unknown()).default({}),
+    session_id: text(200),
+  }),
+  remember: z.object({ fact: text(4000).trim().min(1), session_id: text(200) }),
+  memoryLog: z.object({ user: text(8000), assistant: text(8000), session_id: text(200) }),
+};
+
+function parse<T>(schema: z.ZodType<T>, body: unknown): T {
+  const result = schema.safeParse(body ?? {});
+  if (result.success) return result.data;
+  const issue = result.error.issues[0];
+  throw new HttpError(
+    400,
+    'invalid_body',
+    `${issue?.path.join('.') || 'body'}: ${issue?.message ?? 'invalid'}`,
+  );
+}
+
+export function registerApiRoutes(app: FastifyInstance, options: ApiRouteOptions): void {
+  /** The agent's input: the robot channel gets the instruction sandwich (kid rules in kid mode); others pass raw. */
+  const agentInput = (body: z.infer<typeof schemas.message>) =>
+    isRobotChannel(body.channel, options.channels) ? sandwich(body.content, options.kidMode()) : body.content;
+  const conversation = (body: z.infer<typeof schemas.message>) =>
+    body.session_id || `channel:${body.channel}`;
+
+  app.post('/api/message', async (request) => {
+    const body = parse(schemas.message, request.body);
+    try {
+      const { text: reply } = await options.agent().prompt(conversation(body), agentInput(body));
+      return { response: finishReply(reply, options.maxSentences) };
+    } catch (error) {
+      request.log.warn({ err: (error as Error).message }, 'agent turn failed; answering with the fallback');
+      return { response: AGENT_FALLBACK_REPLY };
+    }
+  });
+
+  app.post('/api/message/stream', async (request, reply) => {
+    const body = parse(schemas.message, request.body);
+    const controller = new AbortController();
+    reply.raw.on('close', () => controller.abort());
+    reply.hijack();
+    reply.raw.writeHead(200, {
+      'content-type': 'application/x-ndjson; charset=utf-8',
+      'cache-control': 'no-cache',
+    });
+    const write = (line: Record<string, unknown>) => {
+      if (!reply.raw.destroyed) reply.raw.write(`${JSON.stringify(line)}\n`);
+    };
+    // One chunk per sentence; the first carries the emoji-prefix correction; MAX_SENTENCES caps the count.
+    const segmenter = new Segmenter({ minFirstClauseChars: Number.POSITIVE_INFINITY, maxSegmentChars: 2000 });
+    const sent: string[] = [];
+    const emit = (sentence: string) => {
+      if (sent.length >= options.maxSentences) return;
+      const content = sent.length === 0 ? enforceEmojiPrefix(sentence) : sentence;
+      sent.push(content);
+      write({ type: 'chunk', content });
+    };
+    try {
+      await options.agent().prompt(conversation(body), agentInput(body), {
+        signal: controller.signal,
+        onChunk: (delta) => {
+          for (const sentence of segmenter.push(delta)) emit(sentence);
+        },
+      });
+      for (const sentence of segmenter.flush()) emit(sentence);
+      if (sent.length === 0) emit(AGENT_FALLBACK_REPLY);
+      write({ type: 'final', content: sent.join(' ') });
+    } catch (error) {
+      request.log.warn({ err: (error as Error).message }, 'agent stream failed');
+      if (sent.length === 0) {
+        emit(AGENT_FALLBACK_REPLY);
+        write({ type: 'final', content: sent.join(' ') });
+      } else {
+        write({ type: 'error', message: 'the agent runtime stopped answering mid-reply' });
+      }
+    }
+    reply.raw.end();
+  });
+
+  app.post('/api/voice/escalate', async (request) => {
+    const body = parse(schemas.escalate, request.body);
+    request.log.info({ tool: body.tool, session: body.session_id }, 'escalation');
+    return { result: await escalate(body.tool, body.args, options.escalation) };
+  });
+
+  app.post('/api/voice/remember', async (request) => {
+    const body = parse(schemas.remember, request.body);
+    await (await options.memory()).remember(body.fact, { sessionId: body.session_id });
+    return { ok: true };
+  });
+
+  app.post('/api/voice/memory_log', async (request) => {
+    const body = parse(schemas.memoryLog, request.body);
+    await (await options.memory()).logTurn(body.user, body.assistant, { sessionId: body.session_id });
+    return { ok: true };
+  });
+}

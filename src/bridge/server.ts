@@ -1,0 +1,174 @@
+// The bridge (HTTP :8080): agent-path messages, tool escalations, memory, admin routes, the /v1 pass-through
+// to the local router, and the agent runtime it drives over ACP.
+import { existsSync, readFileSync } from 'node:fs';
+import type { AddressInfo } from 'node:net';
+import { join, resolve } from 'node:path';
+import { MemoryStore } from '../agent/memory.js';
+import { seedWorkspace } from '../agent/workspace.js';
+import type { Config } from '../config/index.js';
+import { writeFileAtomic } from '../util/atomic-file.js';
+import { createHttpApp } from '../util/http-app.js';
+import { errorBody } from '../util/http-error.js';
+import type { Logger } from '../util/log.js';
+import { PACKAGE_ROOT } from '../version.js';
+import { visionAvailable } from '../voice/vision.js';
+import { AcpClient } from './acp-client.js';
+import { AllowList } from './allow-list.js';
+import { registerPassthrough } from './passthrough.js';
+import { registerAdminRoutes } from './routes-admin.js';
+import { registerApiRoutes } from './routes-api.js';
+import { TogglesStore } from './toggles-store.js';
+import { VoiceClient } from './voice-client.js';
+
+export interface BridgeOptions {
+  /** argv of the agent runtime; default AGENT_CMD, else this package's `deskbot agent`. */
+  agentCommand?: string[];
+  /** Extra environment for the agent child (tests point its model at a scripted server). */
+  agentEnv?: Record<string, string>;
+}
+
+export interface Bridge {
+  readonly port: number;
+  readonly toggles: TogglesStore;
+  agent(): AcpClient;
+  memory(): Promise<MemoryStore>;
+  close(): Promise<void>;
+}
+
+export async function startBridge(
+  config: Config,
+  logger: Logger,
+  options: BridgeOptions = {},
+): Promise<Bridge> {
+  const dataDir = resolve(config.data_dir);
+  const workspaceDir = join(dataDir, 'workspace');
+  await seedWorkspace(workspaceDir);
+  let memoryStore: Promise<MemoryStore> | undefined;
+  const memory = () => (memoryStore ??= MemoryStore.open(workspaceDir));
+  const toggles = new TogglesStore(dataDir);
+  const voice = new VoiceClient(config.bridge.voice_url);
+  const overrides = readModelOverrides(dataDir);
+  const agentModel = overrides.agent ?? config.agent.model;
+  const cloudKey = () => Boolean(config.LLM.TwoTier.cloud_api_key || config.cloud.api_key);
+  const inProcessSmartMode = config.voice_provider === 'twotier';
+  const agentLog = logger.child({ component: 'acp' });
+
+  const makeAgent = (model: string) =>
+    new AcpClient({
+      command: options.agentCommand ?? agentCommand(config.agent.command),
+      cwd: workspaceDir,
+      env: { ...process.env, DATA_DIR: dataDir, AGENT_MODEL: model, ...options.agentEnv },
+      logger: agentLog,
+      turnTimeoutMs: config.agent.turn_timeout * 1000,
+      rotation: {
+        idleMs: config.agent.session_idle_sec * 1000,
+        maxTurns: config.agent.session_max_turns,
+        maxAgeMs: config.agent.session_max_age_sec * 1000,
+      },
+    });
+  const startAgent = (client: AcpClient) =>
+    client
+      .start()
+      .catch((error) =>
+        agentLog.error(
+          { err: (error as Error).message },
+          'agent runtime failed to start; retrying in the background',
+        ),
+      );
+  let agent = makeAgent(
+    !inProcessSmartMode && toggles.get().smart_mode ? config.LLM.TwoTier.smart_model : agentModel,
+  );
+  void startAgent(agent);
+
+  const app = createHttpApp({ logger: logger.child({ component: 'bridge' }) });
+  registerApiRoutes(app, {
+    agent: () => agent,
+    memory,
+    channels: { robot: config.bridge.robot_channel, legacy: config.bridge.robot_channel_legacy },
+    kidMode: () => toggles.get().kid_mode,
+    maxSentences: config.bridge.max_sentences,
+    escalation: {
+      memory,
+      voice,
+      kidMode: () => toggles.get().kid_mode,
+      localRouter: { url: config.local_router.url, thinkModel: config.local_router.think_model },
+      visionAvailable: () => visionAvailable(config),
+      // A little under the voice client's own deadline, so it receives our "took too long" result.
+      shortTimeoutMs: Math.max(100, config.bridge.timeout_short * 1000 - 250),
+      thinkTimeoutMs: config.bridge.thinker_timeout * 1000,
+      logger: logger.child({ component: 'escalation' }),
+    },
+  });
+  registerAdminRoutes(app, {
+    toggles,
+    voice,
+    workspaceDir,
+    memory,
+    allowList: new AllowList(dataDir, logger),
+    inProcessSmartMode,
+    cloudKeyPresent: cloudKey,
+    voiceEndpoint: (smart) => {
+      const t = config.LLM.TwoTier;
+      return smart
+        ? { url: t.cloud_url, apiKey: t.cloud_api_key || config.cloud.api_key }
+        : { url: t.url, apiKey: t.api_key };
+    },
+    restartAgent: async (model) => {
+      const previous = agent;
+      agent = makeAgent(model ?? agentModel);
+      await previous.close();
+      void startAgent(agent);
+    },
+    smartModel: config.LLM.TwoTier.smart_model,
+    agentModel,
+    saveModelOverride: (daemon, model) => saveModelOverride(dataDir, daemon, model),
+  });
+  registerPassthrough(app, config.local_router.url);
+  app.get('/health', async (_request, reply) => {
+    if (await agent.health(2000)) return { ok: true };
+    return reply.status(503).send(errorBody('agent_unreachable', 'the agent runtime is not answering'));
+  });
+
+  await app.listen({ host: config.server.bind_host, port: config.bridge.port });
+  const port = (app.server.address() as AddressInfo).port;
+  return {
+    port,
+    toggles,
+    agent: () => agent,
+    memory,
+    async close() {
+      await app.close();
+      await agent.close();
+    },
+  };
+}
+
+/** AGENT_CMD split like a shell would (quotes respected); default: this package's own `deskbot agent`. */
+export function agentCommand(configured: string): string[] {
+  if (!configured.trim()) return [process.execPath, join(PACKAGE_ROOT, 'bin', 'deskbot.js'), 'agent'];
+  const parts = configured.match(/"[^"]*"|'[^']*'|\S+/g) ?? [];
+  return parts.map((part) => part.replace(/^(["'])(.*)\1$/, '$2'));
+}
+
+function modelOverridesPath(dataDir: string): string {
+  return join(dataDir, 'state', 'models.json');
+}
+
+export function readModelOverrides(dataDir: string): { voice?: string; agent?: string } {
+  const path = modelOverridesPath(dataDir);
+  if (!existsSync(path)) return {};
+  try {
+    const value = JSON.parse(readFileSync(path, 'utf8')) as Record<string, unknown>;
+    return {
+      ...(typeof value.voice === 'string' ? { voice: value.voice } : {}),
+      ...(typeof value.agent === 'string' ? { agent: value.agent } : {}),
+    };
+  } catch {
+    return {};
+  }
+}
+
+async function saveModelOverride(dataDir: string, daemon: 'voice' | 'agent', model: string): Promise<void> {
+  const next = { ...readModelOverrides(dataDir), [daemon]: model };
+  await writeFileAtomic(modelOverridesPath(dataDir), `${JSON.stringify(next, null, 2)}\n`);
+}
