@@ -178,11 +178,20 @@ describe('with a device', () => {
     expect(robot.model.faceIdentifiedAt).not.toBeNull();
   });
 
-  it('a tool the device lacks is a 502 with the device message', async () => {
+  it('take-photo: the camera uploads to the vision endpoint; with no vision key the answer says so', async () => {
     const photo = await post('take-photo', { question: 'what is on the desk?' });
+    expect(photo.status).toBe(200);
+    expect(photo.json.tool).toBe('self.camera.take_photo');
+    expect(JSON.parse(photo.json.result)).toEqual({ success: false, message: expect.stringMatching(/vision is unavailable/) });
+  });
+
+  it('a device error is a 502 with the device message', async () => {
+    robot.model.cameraEnabled = false;
+    const photo = await post('take-photo', { question: 'anything?' });
+    robot.model.cameraEnabled = true;
     expect(photo.status).toBe(502);
     expect(photo.json.error.code).toBe('device_error');
-    expect(photo.json.error.message).toContain('self.camera.take_photo');
+    expect(photo.json.error.message).toContain('The camera is disabled');
   });
 
   it('devices lists the robot with its state and tools', async () => {
