@@ -10,8 +10,8 @@ import { existsSync } from 'node:fs';
 import { isAbsolute } from 'node:path';
 import { Readable, Writable } from 'node:stream';
 import {
-  type ClientConnection,
   client as acpClient,
+  type ClientConnection,
   type InitializeResponse,
   methods,
   ndJsonStream,
@@ -143,7 +143,10 @@ export class AcpClient {
   private failures = 0;
   private respawnTimer: NodeJS.Timeout | null = null;
   private launching: Promise<void> | null = null;
-  private readonly readyWaiters = new Set<{ resolve: (ready: Ready) => void; reject: (error: unknown) => void }>();
+  private readonly readyWaiters = new Set<{
+    resolve: (ready: Ready) => void;
+    reject: (error: unknown) => void;
+  }>();
   private readonly sessions = new Map<string, SessionEntry>();
   private readonly lanes = new Map<string, Lane>();
   private readonly liveTurns = new Map<string, LiveTurn>();
@@ -152,8 +155,10 @@ export class AcpClient {
   private closing: Promise<void> | null = null;
 
   constructor(private readonly options: AcpClientOptions) {
-    if (options.command.length === 0 || !options.command[0]) throw new TypeError('AcpClient: empty agent command');
-    if (!isAbsolute(options.cwd)) throw new TypeError(`AcpClient: cwd must be absolute, got "${options.cwd}"`);
+    if (options.command.length === 0 || !options.command[0])
+      throw new TypeError('AcpClient: empty agent command');
+    if (!isAbsolute(options.cwd))
+      throw new TypeError(`AcpClient: cwd must be absolute, got "${options.cwd}"`);
     this.log = options.logger;
     this.initializeTimeoutMs = options.initializeTimeoutMs ?? 15_000;
     this.respawnCfg = {
@@ -203,7 +208,8 @@ export class AcpClient {
 
   async prompt(conversation: string, text: string, opts: PromptOptions = {}): Promise<PromptResult> {
     if (this.phase === 'closed') throw new AcpClientError('closed', 'ACP client is closed');
-    if (opts.signal?.aborted) throw new AcpClientError('aborted', 'turn aborted by the caller before it started');
+    if (opts.signal?.aborted)
+      throw new AcpClientError('aborted', 'turn aborted by the caller before it started');
     if (this.phase === 'new') this.start().catch(() => {}); // lazily; failures retry in the background
 
     const turn = new AbortController();
@@ -334,7 +340,9 @@ export class AcpClient {
       ),
     );
     this.conn = conn;
-    void conn.closed.then(() => this.childGone(gen, conn.signal.reason ?? new Error('ACP connection closed')));
+    void conn.closed.then(() =>
+      this.childGone(gen, conn.signal.reason ?? new Error('ACP connection closed')),
+    );
 
     try {
       const init = await withDeadline(
@@ -344,7 +352,11 @@ export class AcpClient {
           clientInfo: { name: 'deskbot-bridge', version: VERSION },
         }),
         this.initializeTimeoutMs,
-        () => new AcpClientError('init_failed', `agent did not answer initialize within ${this.initializeTimeoutMs} ms`),
+        () =>
+          new AcpClientError(
+            'init_failed',
+            `agent did not answer initialize within ${this.initializeTimeoutMs} ms`,
+          ),
       );
       const phase = this.phase as Phase; // changed by other callbacks while we awaited
       if (this.gen !== gen || phase !== 'starting') {
@@ -389,12 +401,19 @@ export class AcpClient {
     this.failures++;
     const delay = Math.min(this.respawnCfg.maxMs, this.respawnCfg.baseMs * 2 ** (this.failures - 1));
     this.log.warn(
-      { gen, reason: (reason as Error)?.message ?? String(reason), stderr: this.stderrTail.slice(), respawnInMs: delay },
+      {
+        gen,
+        reason: (reason as Error)?.message ?? String(reason),
+        stderr: this.stderrTail.slice(),
+        respawnInMs: delay,
+      },
       'agent runtime down',
     );
     this.phase = 'backoff';
     this.readyAt = 0;
-    this.conn?.close(new AcpClientError('agent_crashed', 'the agent runtime went away during this turn', { cause: reason }));
+    this.conn?.close(
+      new AcpClientError('agent_crashed', 'the agent runtime went away during this turn', { cause: reason }),
+    );
     this.conn = null;
     this.sessions.clear();
     const child = this.child;
@@ -471,7 +490,10 @@ export class AcpClient {
     }
     if (current.waiters.length >= this.maxQueued) {
       return Promise.reject(
-        new AcpClientError('busy', `conversation already has ${current.waiters.length + 1} turns running or queued`),
+        new AcpClientError(
+          'busy',
+          `conversation already has ${current.waiters.length + 1} turns running or queued`,
+        ),
       );
     }
     return new Promise((resolve, reject) => {
@@ -510,10 +532,16 @@ export class AcpClient {
       if (outcome !== 'session_not_found') return outcome;
       this.dropSession(conversation, entry, 'agent does not know the session', false);
       if (retried) {
-        throw new AcpClientError('session_not_found', 'the agent refused a freshly created session as unknown');
+        throw new AcpClientError(
+          'session_not_found',
+          'the agent refused a freshly created session as unknown',
+        );
       }
       retried = true;
-      this.log.info({ conversation, sessionId: entry.sessionId }, 'agent lost the session; retrying once on a new one');
+      this.log.info(
+        { conversation, sessionId: entry.sessionId },
+        'agent lost the session; retrying once on a new one',
+      );
     }
   }
 
@@ -533,7 +561,10 @@ export class AcpClient {
         return entry;
       }
       this.stats.rotations++;
-      this.log.info({ conversation, sessionId: entry.sessionId, reason, turns: entry.turns }, 'rotating agent session');
+      this.log.info(
+        { conversation, sessionId: entry.sessionId, reason, turns: entry.turns },
+        'rotating agent session',
+      );
       this.dropSession(conversation, entry, reason, true);
     }
     const request = conn.agent.request(methods.agent.session.new, { cwd: this.options.cwd, mcpServers: [] });
@@ -543,11 +574,20 @@ export class AcpClient {
     } catch (error) {
       if (signal.aborted && error === signal.reason) {
         // The agent may still create it: close it when it does, so nothing leaks on its side.
-        request.then((late) => this.closeRemote(conn, gen, late.sessionId), () => {});
+        request.then(
+          (late) => this.closeRemote(conn, gen, late.sessionId),
+          () => {},
+        );
       }
       throw this.classify(error, conn, gen);
     }
-    const fresh: SessionEntry = { sessionId: created.sessionId, gen, createdAt: Date.now(), lastUsedAt: Date.now(), turns: 0 };
+    const fresh: SessionEntry = {
+      sessionId: created.sessionId,
+      gen,
+      createdAt: Date.now(),
+      lastUsedAt: Date.now(),
+      turns: 0,
+    };
     this.sessions.set(conversation, fresh);
     this.stats.sessions++;
     this.log.debug({ conversation, sessionId: fresh.sessionId }, 'agent session created');
@@ -610,7 +650,8 @@ export class AcpClient {
         throw signal.reason;
       }
       forget();
-      if (isSessionNotFound(error, sessionId) && this.gen === gen && !conn.signal.aborted) return 'session_not_found';
+      if (isSessionNotFound(error, sessionId) && this.gen === gen && !conn.signal.aborted)
+        return 'session_not_found';
       throw this.classify(error, conn, gen);
     }
   }
@@ -634,7 +675,9 @@ export class AcpClient {
     if (error instanceof AcpClientError) return error;
     if (this.phase === 'closed') return new AcpClientError('closed', 'ACP client closed', { cause: error });
     if (conn.signal.aborted || this.gen !== gen) {
-      return new AcpClientError('agent_crashed', 'the agent runtime went away during this turn', { cause: error });
+      return new AcpClientError('agent_crashed', 'the agent runtime went away during this turn', {
+        cause: error,
+      });
     }
     if (error instanceof RequestError) {
       return new AcpClientError('agent_error', `agent error ${error.code}: ${error.message}`, {
@@ -642,9 +685,13 @@ export class AcpClient {
         rpcCode: error.code,
       });
     }
-    return new AcpClientError('agent_error', `agent call failed: ${(error as Error)?.message ?? String(error)}`, {
-      cause: error,
-    });
+    return new AcpClientError(
+      'agent_error',
+      `agent call failed: ${(error as Error)?.message ?? String(error)}`,
+      {
+        cause: error,
+      },
+    );
   }
 
   // ---- session cache ----------------------------------------------------------------------------------------
@@ -662,7 +709,8 @@ export class AcpClient {
   private sweepIdle(except: string, now: number): void {
     for (const [conversation, entry] of this.sessions) {
       if (conversation === except || this.lanes.get(conversation)?.busy) continue;
-      if (now - entry.lastUsedAt > this.options.rotation.idleMs) this.dropSession(conversation, entry, 'idle', true);
+      if (now - entry.lastUsedAt > this.options.rotation.idleMs)
+        this.dropSession(conversation, entry, 'idle', true);
     }
   }
 
@@ -679,14 +727,23 @@ export class AcpClient {
       }
       if (victim === undefined) return;
       const entry = this.sessions.get(victim)!;
-      this.log.debug({ conversation: victim, sessionId: entry.sessionId }, 'session cache full; evicting LRU');
+      this.log.debug(
+        { conversation: victim, sessionId: entry.sessionId },
+        'session cache full; evicting LRU',
+      );
       this.dropSession(victim, entry, 'evicted', true);
     }
   }
 
-  private dropSession(conversation: string, entry: SessionEntry, reason: string, closeOnAgent: boolean): void {
+  private dropSession(
+    conversation: string,
+    entry: SessionEntry,
+    reason: string,
+    closeOnAgent: boolean,
+  ): void {
     if (this.sessions.get(conversation) === entry) this.sessions.delete(conversation);
-    if (closeOnAgent && this.conn && this.phase === 'ready') this.closeRemote(this.conn, entry.gen, entry.sessionId);
+    if (closeOnAgent && this.conn && this.phase === 'ready')
+      this.closeRemote(this.conn, entry.gen, entry.sessionId);
     this.log.debug({ conversation, sessionId: entry.sessionId, reason }, 'agent session dropped');
   }
 
@@ -814,7 +871,7 @@ async function terminate(child: ChildProcess): Promise<void> {
   const gone = new Promise<void>((resolve) => child.once('exit', () => resolve()));
   child.stdin?.end();
   signalChild(child, 'SIGTERM');
-  const timer = setTimeout(() => signalChild(child, 'SIGTERM'), KILL_GRACE_MS);
+  const timer = setTimeout(() => signalChild(child, 'SIGKILL'), KILL_GRACE_MS);
   await gone;
   clearTimeout(timer);
   // The group may hold grandchildren that outlive their parent; they get no grace.
