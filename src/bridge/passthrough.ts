@@ -17,7 +17,11 @@ export function registerPassthrough(app: FastifyInstance, routerUrl: string): vo
         );
     }
     const controller = new AbortController();
-    request.raw.on('close', () => controller.abort());
+    // The response closing before it finished means the caller left (the request's own 'close' fires as soon
+    // as its body has been read, so it cannot tell).
+    reply.raw.on('close', () => {
+      if (!reply.raw.writableFinished) controller.abort();
+    });
     let upstream: Response;
     try {
       upstream = await fetch(joinUrl(routerUrl, path), {

@@ -26,7 +26,8 @@ export interface AdminRouteOptions {
   /** Restarts the agent runtime with a model (agent daemon, smart mode in agent mode). */
   restartAgent: (model?: string) => Promise<void>;
   smartModel: string;
-  agentModel: string;
+  /** The agent's model now (config, or the /admin/model override). */
+  agentModel: () => string;
   saveModelOverride: (daemon: 'voice' | 'agent', model: string) => Promise<void>;
 }
 
@@ -51,9 +52,14 @@ function parse<T>(schema: z.ZodType<T>, body: unknown): T {
 }
 
 export function registerAdminRoutes(app: FastifyInstance, options: AdminRouteOptions): void {
+  // Every /admin path, routed or not and whatever the method, is refused to non-loopback peers (no 404 that
+  // would tell an outsider which admin routes exist).
+  app.addHook('onRequest', async (request, reply) => {
+    if (request.url === '/admin' || request.url.startsWith('/admin/') || request.url.startsWith('/admin?')) {
+      await loopbackOnly(request, reply);
+    }
+  });
   app.register(async (admin) => {
-    admin.addHook('onRequest', loopbackOnly);
-
     /** Pushes a pip to the robot; the toggle is already persisted, so a missing robot is reported, not fatal. */
     const pushPip = async (name: 'kid_mode' | 'smart_mode', enabled: boolean, device?: string) => {
       try {
@@ -87,7 +93,7 @@ export function registerAdminRoutes(app: FastifyInstance, options: AdminRouteOpt
         const pushed = await pushPip('smart_mode', body.enabled, body.device_id);
         // In agent mode the model switch is a configuration change: restart the runtime on the new model.
         if (!options.inProcessSmartMode)
-          await options.restartAgent(body.enabled ? options.smartModel : options.agentModel);
+          await options.restartAgent(body.enabled ? options.smartModel : options.agentModel());
         return { ok: true, toggles, ...pushed };
       } catch (error) {
         await options.toggles.set('smart_mode', previous); // the flip failed: nothing changes
@@ -107,7 +113,6 @@ export function registerAdminRoutes(app: FastifyInstance, options: AdminRouteOpt
 
     admin.post('/admin/model', async (request) => {
       const body = parse(schemas.model, request.body);
-      await options.saveModelOverride(body.daemon, body.model);
       if (body.daemon === 'voice') {
         const endpoint = options.voiceEndpoint(options.toggles.get().smart_mode);
         try {
@@ -121,9 +126,10 @@ export function registerAdminRoutes(app: FastifyInstance, options: AdminRouteOpt
             throw new HttpError(error.status === 409 ? 409 : 502, error.code, error.message);
           throw error;
         }
-      } else {
-        await options.restartAgent(body.model);
       }
+      // Saved once the daemon took it; the agent restarts on it.
+      await options.saveModelOverride(body.daemon, body.model);
+      if (body.daemon === 'agent') await options.restartAgent(body.model);
       return { ok: true, daemon: body.daemon, model: body.model };
     });
 

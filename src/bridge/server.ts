@@ -6,7 +6,7 @@ import { join, resolve } from 'node:path';
 import { MemoryStore } from '../agent/memory.js';
 import { seedWorkspace } from '../agent/workspace.js';
 import type { Config } from '../config/index.js';
-import { writeFileAtomic } from '../util/atomic-file.js';
+import { cleanStaleTempFiles, writeFileAtomic } from '../util/atomic-file.js';
 import { createHttpApp } from '../util/http-app.js';
 import { errorBody } from '../util/http-error.js';
 import type { Logger } from '../util/log.js';
@@ -47,8 +47,8 @@ export async function startBridge(
   const memory = () => (memoryStore ??= MemoryStore.open(workspaceDir));
   const toggles = new TogglesStore(dataDir);
   const voice = new VoiceClient(config.bridge.voice_url);
-  const overrides = readModelOverrides(dataDir);
-  const agentModel = overrides.agent ?? config.agent.model;
+  await cleanStaleTempFiles([workspaceDir, join(workspaceDir, 'memory'), join(dataDir, 'state')]);
+  const agentModel = () => readModelOverrides(dataDir).agent ?? config.agent.model;
   const cloudKey = () => Boolean(config.LLM.TwoTier.cloud_api_key || config.cloud.api_key);
   const inProcessSmartMode = config.voice_provider === 'twotier';
   const agentLog = logger.child({ component: 'acp' });
@@ -76,11 +76,12 @@ export async function startBridge(
         ),
       );
   let agent = makeAgent(
-    !inProcessSmartMode && toggles.get().smart_mode ? config.LLM.TwoTier.smart_model : agentModel,
+    !inProcessSmartMode && toggles.get().smart_mode ? config.LLM.TwoTier.smart_model : agentModel(),
   );
   void startAgent(agent);
 
-  const app = createHttpApp({ logger: logger.child({ component: 'bridge' }) });
+  // Bodies up to 1 MiB: a 256 KiB persona file, JSON-escaped, must fit.
+  const app = createHttpApp({ logger: logger.child({ component: 'bridge' }), bodyLimit: 1024 * 1024 });
   registerApiRoutes(app, {
     agent: () => agent,
     memory,
@@ -115,7 +116,7 @@ export async function startBridge(
     },
     restartAgent: async (model) => {
       const previous = agent;
-      agent = makeAgent(model ?? agentModel);
+      agent = makeAgent(model ?? agentModel());
       await previous.close();
       void startAgent(agent);
     },

@@ -5,7 +5,7 @@ import { readToggles, type Toggles, togglesPath } from '../voice/toggles.js';
 
 export class TogglesStore {
   private current: Toggles;
-  private writing: Promise<void> = Promise.resolve();
+  private writing: Promise<unknown> = Promise.resolve();
 
   constructor(private readonly dataDir: string) {
     this.current = readToggles(dataDir);
@@ -17,13 +17,15 @@ export class TogglesStore {
 
   /** Persists first; the in-memory value changes only once the file is safely written. */
   async set(name: keyof Toggles, enabled: boolean): Promise<Toggles> {
-    const next = { ...this.current, [name]: enabled };
-    const write = this.writing.then(() =>
-      writeFileAtomic(togglesPath(this.dataDir), `${JSON.stringify(next, null, 2)}\n`),
-    );
+    // The new value is computed inside the queue, from the value the previous write left: two changes at once
+    // (kid mode and smart mode) both land.
+    const write = this.writing.then(async () => {
+      const next = { ...this.current, [name]: enabled };
+      await writeFileAtomic(togglesPath(this.dataDir), `${JSON.stringify(next, null, 2)}\n`);
+      this.current = next;
+      return next;
+    });
     this.writing = write.catch(() => undefined);
-    await write;
-    this.current = next;
-    return next;
+    return write;
   }
 }

@@ -1,6 +1,22 @@
 import { randomBytes } from 'node:crypto';
-import { mkdir, open, rename, rm } from 'node:fs/promises';
+import { mkdir, open, readdir, rename, rm } from 'node:fs/promises';
 import { basename, dirname, join } from 'node:path';
+
+const TEMP_NAME = /^\..+\.[0-9a-f]{12}\.tmp$/;
+
+/** Removes temporary files a killed writer left behind (they are never read as content). */
+export async function cleanStaleTempFiles(dirs: string[]): Promise<number> {
+  let removed = 0;
+  for (const dir of dirs) {
+    const names = await readdir(dir).catch(() => [] as string[]);
+    for (const name of names) {
+      if (!TEMP_NAME.test(name)) continue;
+      await rm(join(dir, name), { force: true });
+      removed++;
+    }
+  }
+  return removed;
+}
 
 /**
  * Writes a file so that a crash at any moment leaves either the old content or the new, never a mix:
