@@ -51,6 +51,8 @@ export interface ConversationDeps {
   /** The songs folder, for play-asset and the dance phrase. */
   assets?: AssetLibrary;
   kidMode?: () => boolean;
+  /** Told when a `listen detect` carried a wake word (relayed to the bridge's wake-word turner). */
+  onWakeWord?: (text: string) => void;
   clock?: Clock;
 }
 
@@ -261,6 +263,7 @@ export class Conversation extends EventEmitter<ConversationEvents> {
         this.manualSamples = 0;
         break;
       case 'wake_word':
+        this.deps.onWakeWord?.(effect.text);
         void this.onWakeWord();
         break;
       case 'dropped':

@@ -15,6 +15,7 @@ import { registerAdminRoutes } from './admin-routes.js';
 import { Conversation, type ConversationOptions } from './conversation.js';
 import { FirmwareStore } from './firmware-store.js';
 import { registerOtaRoutes } from './ota-routes.js';
+import { PerceptionRelay } from './perception-relay.js';
 import { createProviders, type VoiceProviders } from './providers.js';
 import { DeviceRegistry } from './registry.js';
 import { DeviceSession } from './session.js';
@@ -32,6 +33,7 @@ export interface VoiceServer {
   readonly providers: VoiceProviders;
   /** kid_mode / smart_mode as the voice server applies them (pushed by the bridge through set-toggle). */
   readonly toggles: Toggles;
+  readonly relay: PerceptionRelay;
   conversationOf(session: DeviceSession): Conversation | undefined;
   /** Called for every new device session, so later stages (the turn pipeline) can attach. */
   onSession(listener: (session: DeviceSession) => void): void;
@@ -118,6 +120,7 @@ export async function startVoiceServer(
   });
 
   const wsLogger = logger.child({ component: 'voice-ws' });
+  const relay = new PerceptionRelay({ bridgeUrl: config.bridge.url, logger: wsLogger });
   const wsServer = createWsListener({
     logger: wsLogger,
     ...(authSecret ? { authSecret } : {}),
@@ -136,6 +139,9 @@ export async function startVoiceServer(
       });
       registry.add(session);
       session.on('closed', () => registry.remove(session));
+      session.on('event', (event) =>
+        relay.send(event.name, event.data ?? {}, session.deviceId, session.sessionId),
+      );
       // Re-sync the toggle pips on every (re)connection: the device boots with both off. The voice server's
       // toggles are the persisted ones (read at start) plus every change the bridge pushed since.
       session.once('ready', () => {
@@ -158,6 +164,8 @@ export async function startVoiceServer(
           assets,
           songs: () => songNames,
           kidMode: () => toggles.kid_mode,
+          onWakeWord: (text) =>
+            relay.send('wake_word_detected', { text }, session.deviceId, session.sessionId),
         }),
       );
       wsLogger.info(
@@ -190,8 +198,10 @@ export async function startVoiceServer(
     toggles,
     conversationOf: (session) => conversations.get(session),
     onSession: (listener) => sessionListeners.push(listener),
+    relay,
     async close() {
       clearInterval(songTimer);
+      relay.close();
       for (const session of registry.list()) session.close(1001, 'server shutting down');
       await new Promise<void>((done) => {
         wsServer.close(() => done());
