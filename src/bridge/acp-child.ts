@@ -76,7 +76,7 @@ export class RespawnBackoff {
   private failures = 0;
   private upSince = 0;
 
-  constructor(readonly config: { baseMs: number; maxMs: number; resetAfterMs: number }) {}
+  constructor(private readonly config: { baseMs: number; maxMs: number; resetAfterMs: number }) {}
 
   /** The child finished initialize. */
   up(): void {
