@@ -182,7 +182,10 @@ describe('with a device', () => {
     const photo = await post('take-photo', { question: 'what is on the desk?' });
     expect(photo.status).toBe(200);
     expect(photo.json.tool).toBe('self.camera.take_photo');
-    expect(JSON.parse(photo.json.result)).toEqual({ success: false, message: expect.stringMatching(/vision is unavailable/) });
+    expect(JSON.parse(photo.json.result)).toEqual({
+      success: false,
+      message: expect.stringMatching(/vision is unavailable/),
+    });
   });
 
   it('a device error is a 502 with the device message', async () => {

@@ -410,7 +410,9 @@ describe('AcpClient: crashes, session loss, health and close', () => {
     // 100, 200, 400, 800 ms between attempts: about 4 spawns in 1.5 s, not hundreds.
     expect(client.stats.spawns).toBeGreaterThanOrEqual(3);
     expect(client.stats.spawns).toBeLessThanOrEqual(6);
-    expect(client.stats.crashes).toBe(client.stats.spawns);
+    // Sampled while the agent keeps dying: the newest child may have spawned and not died yet.
+    expect(client.stats.crashes).toBeGreaterThanOrEqual(client.stats.spawns - 1);
+    expect(client.stats.crashes).toBeLessThanOrEqual(client.stats.spawns);
   });
 
   it("start() rejects with 'init_failed' when the agent command does not exist, and keeps retrying", async () => {

@@ -279,7 +279,7 @@ export class SoundTurner extends Consumer {
     if (this.isIn(id, this.blocked)) return;
     const now = this.clock.now();
     const last = this.lastTurn.peek(id);
-    if (last !== undefined && now - last <= this.minIntervalMs) return;
+    if (last !== undefined && now - last < this.minIntervalMs) return;
     let yaw = yawFor(direction, this.yawDeg);
     if (this.scaleByBalance) {
       yaw = Math.round(yaw * clamp(Math.abs(finiteNumber(event.data.balance) ?? 1), 0, 1));
@@ -446,7 +446,7 @@ export class FaceIdentifiedRefresher extends Consumer {
 
   constructor(deps: ConsumerDeps, options: FaceIdentifiedRefresherOptions = {}) {
     super('face-identified-refresher', deps);
-    this.intervalMs = options.intervalMs ?? 3000;
+    this.intervalMs = options.intervalMs ?? 4000;
     this.freshMs = options.freshMs ?? 10_000;
     this.lostGraceMs = options.lostGraceMs ?? 4000;
     this.active = new LruMap(options.maxDevices ?? 64, (_id, refresh) => this.clearTimers(refresh));
