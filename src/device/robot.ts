@@ -9,6 +9,7 @@ import { join } from 'node:path';
 import { setTimeout as delay } from 'node:timers/promises';
 import WebSocket from 'ws';
 import { concatPcm, OpusFrameEncoder, OpusPacketDecoder } from '../audio/opus.js';
+import type { Clock } from '../audio/pacer.js';
 import { loadResampler, resample } from '../audio/resample.js';
 import { decodeWav, encodeWav } from '../audio/wav.js';
 import {
@@ -33,6 +34,7 @@ import {
   wantsUpgrade,
 } from './boot.js';
 import { DEFAULT_SCENE, explainPhoto, renderJpeg, type Scene } from './camera.js';
+import { Firmware } from './firmware.js';
 import { DeviceMcpServer } from './mcp-server.js';
 import { buildTools, type DeviceModel, initialModel } from './tools.js';
 import { speechPcm16k } from './voice.js';
@@ -45,6 +47,10 @@ export interface VirtualRobotOptions {
   firmwareVersion?: string;
   /** Folder for persisted device state (flash, client id); none = in memory only. */
   stateDir?: string;
+  /** The firmware's clock (scenarios may use a fake one). */
+  clock?: Clock;
+  /** talk → idle this long after the face is lost (FACE_LOST_GRACE_MS). */
+  faceLostGraceMs?: number;
   /** Binary protocol version; the OTA response's websocket.version overrides it, as on the device. */
   protocolVersion?: BinaryVersion;
   serialNumber?: string;
@@ -73,6 +79,8 @@ export interface RobotEvents {
 interface Persisted {
   clientId: string;
   flash: FlashState;
+  /** Kept across reboots like the firmware's NVS; both off on a first boot. */
+  toggles?: { kid_mode: boolean; smart_mode: boolean };
 }
 
 const MAX_FRAME_LOG = 5000;
@@ -81,7 +89,16 @@ export class VirtualRobot extends EventEmitter<RobotEvents> {
   readonly deviceId: string;
   readonly model: DeviceModel = initialModel();
   readonly frames: ReceivedFrame[] = [];
-  readonly stats = { audioPackets: 0, audioDroppedNotSpeaking: 0, badPackets: 0, boots: 0, rollbacks: 0 };
+  readonly stats = {
+    audioPackets: 0,
+    audioDroppedNotSpeaking: 0,
+    badPackets: 0,
+    boots: 0,
+    rollbacks: 0,
+    eventsDropped: 0,
+  };
+  /** The firmware behaviour: state machine, LED ring, perception events. */
+  readonly firmware: Firmware;
   ota: OtaResponse | undefined;
   sessionId: string | undefined;
   downlinkSampleRate = 24_000;
@@ -104,6 +121,7 @@ export class VirtualRobot extends EventEmitter<RobotEvents> {
     this.deviceId = (options.deviceId ?? randomMac()).toLowerCase();
     this.binaryVersion = options.protocolVersion ?? 1;
     this.persisted = this.loadState();
+    if (this.persisted.toggles) Object.assign(this.model.toggles, this.persisted.toggles);
     this.mcp = new DeviceMcpServer({
       pageBytes: options.mcpPageBytes ?? 8000,
       serverInfo: { name: this.boardType, version: this.firmwareVersion },
@@ -113,7 +131,26 @@ export class VirtualRobot extends EventEmitter<RobotEvents> {
         if (vision) this.vision = { ...vision };
       },
     });
+    this.firmware = new Firmware({
+      model: this.model,
+      // The firmware only has the audio channel during a conversation; events outside it are dropped.
+      emit: (name, data) => {
+        if (this.connected) this.sendEvent(name, data);
+        else this.stats.eventsDropped++;
+      },
+      openListening: () => {
+        if (this.connected) this.listen('start', 'auto');
+      },
+      ...(options.clock ? { clock: options.clock } : {}),
+      ...(options.faceLostGraceMs !== undefined ? { faceLostGraceMs: options.faceLostGraceMs } : {}),
+    });
+    this.firmware.start();
     const tools = buildTools(this.model, {
+      setState: (state) => this.firmware.setState(state),
+      changed: (what) => {
+        if (what === 'led') this.firmware.ledWritten();
+        if (what === 'toggle') void this.saveState();
+      },
       takePhoto: (question) =>
         explainPhoto(
           { ...this.vision, deviceId: this.deviceId, clientId: this.persisted.clientId },
@@ -264,6 +301,8 @@ export class VirtualRobot extends EventEmitter<RobotEvents> {
   }
 
   listen(state: 'start' | 'stop' | 'detect', mode: ListenMode = 'auto', text?: string): void {
+    if (state === 'start') this.firmware.setListening(true, text ? 'wake_word' : 'wake_word');
+    if (state === 'stop') this.firmware.setListening(false);
     this.sendJson({ session_id: this.sessionId, type: 'listen', state, mode, ...(text ? { text } : {}) });
   }
 
@@ -360,6 +399,7 @@ export class VirtualRobot extends EventEmitter<RobotEvents> {
         if (frame.state === 'start') {
           // The firmware enters Speaking and resets its decoder; audio is played only in this state.
           this.speaking = true;
+          this.firmware.setSpeaking(true);
           this.decoder?.reset();
           this.replyPcm = [];
           this.replySentences = [];
@@ -367,6 +407,7 @@ export class VirtualRobot extends EventEmitter<RobotEvents> {
           if (frame.text) this.replySentences.push(frame.text);
         } else if (frame.state === 'stop') {
           this.speaking = false;
+          this.firmware.setSpeaking(false);
           const total = this.replyPcm.reduce((n, chunk) => n + chunk.length, 0);
           const pcm = new Int16Array(total);
           let offset = 0;
@@ -467,6 +508,7 @@ export class VirtualRobot extends EventEmitter<RobotEvents> {
 
   private async saveState(): Promise<void> {
     const path = this.statePath();
+    this.persisted.toggles = { ...this.model.toggles };
     if (path) await writeFileAtomic(path, JSON.stringify(this.persisted, null, 2));
   }
 

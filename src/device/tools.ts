@@ -46,6 +46,8 @@ export interface ToolHooks {
   reboot?: () => void;
   now?: () => number;
   deviceStatus?: () => Record<string, unknown>;
+  /** The firmware's state machine takes state changes (else the model is set directly). */
+  setState?: (state: RobotStateName) => void;
   /** Takes a photo and returns the vision reply; the camera tool exists only when this is given. */
   takePhoto?: (question: string) => Promise<string>;
 }
@@ -218,7 +220,8 @@ export function buildTools(model: DeviceModel, hooks: ToolHooks = {}): DeviceToo
         if (!(ROBOT_STATES as readonly string[]).includes(args.state as string))
           throw new Error('Invalid state');
         if (model.state !== args.state) {
-          model.state = args.state as RobotStateName;
+          if (hooks.setState) hooks.setState(args.state as RobotStateName);
+          else model.state = args.state as RobotStateName;
           changed('state');
         }
         return ok({ state: model.state });
