@@ -3,9 +3,7 @@ import type { FastifyInstance } from 'fastify';
 import { z } from 'zod';
 import type { MemoryStore } from '../agent/memory.js';
 import { ESCALATION_TOOLS } from '../providers/llm/tools.js';
-import { enforceEmojiPrefix } from '../robot/emotions.js';
 import { HttpError } from '../util/http-error.js';
-import { Segmenter } from '../voice/segmenter.js';
 import type { AcpClient } from './acp-client.js';
 import { type EscalationDeps, escalate } from './escalation.js';
 import {
@@ -15,6 +13,7 @@ import {
   isRobotChannel,
   sandwich,
 } from './message-rules.js';
+import { streamSentences } from './ndjson.js';
 
 export interface ApiRouteOptions {
   agent: () => AcpClient;
@@ -72,45 +71,13 @@ export function registerApiRoutes(app: FastifyInstance, options: ApiRouteOptions
 
   app.post('/api/message/stream', async (request, reply) => {
     const body = parse(schemas.message, request.body);
-    const controller = new AbortController();
-    reply.raw.on('close', () => controller.abort());
-    reply.hijack();
-    reply.raw.writeHead(200, {
-      'content-type': 'application/x-ndjson; charset=utf-8',
-      'cache-control': 'no-cache',
-    });
-    const write = (line: Record<string, unknown>) => {
-      if (!reply.raw.destroyed) reply.raw.write(`${JSON.stringify(line)}\n`);
-    };
-    // One chunk per sentence; the first carries the emoji-prefix correction; MAX_SENTENCES caps the count.
-    const segmenter = new Segmenter({ minFirstClauseChars: Number.POSITIVE_INFINITY, maxSegmentChars: 2000 });
-    const sent: string[] = [];
-    const emit = (sentence: string) => {
-      if (sent.length >= options.maxSentences) return;
-      const content = sent.length === 0 ? enforceEmojiPrefix(sentence) : sentence;
-      sent.push(content);
-      write({ type: 'chunk', content });
-    };
-    try {
-      await options.agent().prompt(conversation(body), agentInput(body), {
-        signal: controller.signal,
-        onChunk: (delta) => {
-          for (const sentence of segmenter.push(delta)) emit(sentence);
-        },
-      });
-      for (const sentence of segmenter.flush()) emit(sentence);
-      if (sent.length === 0) emit(AGENT_FALLBACK_REPLY);
-      write({ type: 'final', content: sent.join(' ') });
-    } catch (error) {
-      request.log.warn({ err: (error as Error).message }, 'agent stream failed');
-      if (sent.length === 0) {
-        emit(AGENT_FALLBACK_REPLY);
-        write({ type: 'final', content: sent.join(' ') });
-      } else {
-        write({ type: 'error', message: 'the agent runtime stopped answering mid-reply' });
-      }
-    }
-    reply.raw.end();
+    await streamSentences(
+      reply,
+      { maxSentences: options.maxSentences, fallback: AGENT_FALLBACK_REPLY, logger: request.log },
+      async (onDelta, signal) => {
+        await options.agent().prompt(conversation(body), agentInput(body), { signal, onChunk: onDelta });
+      },
+    );
   });
 
   app.post('/api/voice/escalate', async (request) => {

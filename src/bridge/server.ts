@@ -5,6 +5,7 @@ import type { AddressInfo } from 'node:net';
 import { join, resolve } from 'node:path';
 import { MemoryStore } from '../agent/memory.js';
 import { seedWorkspace } from '../agent/workspace.js';
+import type { Clock } from '../audio/pacer.js';
 import type { Config } from '../config/index.js';
 import { cleanStaleTempFiles, writeFileAtomic } from '../util/atomic-file.js';
 import { createHttpApp } from '../util/http-app.js';
@@ -15,12 +16,24 @@ import { visionAvailable } from '../voice/vision.js';
 import { AcpClient } from './acp-client.js';
 import { AllowList } from './allow-list.js';
 import { registerPassthrough } from './passthrough.js';
+import type { ConsumersOptions } from './perception/consumers.js';
+import {
+  createPerception,
+  faceGreeterOptionsFromConfig,
+  type Perception,
+  registerPerceptionRoutes,
+  voiceActionsFromClient,
+} from './perception/index.js';
 import { registerAdminRoutes } from './routes-admin.js';
 import { registerApiRoutes } from './routes-api.js';
 import { TogglesStore } from './toggles-store.js';
 import { VoiceClient } from './voice-client.js';
 
 export interface BridgeOptions {
+  /** The perception consumers' clock (epoch ms; tests choose the local hour). Default: the wall clock. */
+  clock?: Clock;
+  /** Consumer timing overrides (tests shorten graces). */
+  consumers?: ConsumersOptions;
   /** argv of the agent runtime; default AGENT_CMD, else this package's `deskbot agent`. */
   agentCommand?: string[];
   /** Extra environment for the agent child (tests point its model at a scripted server). */
@@ -30,6 +43,7 @@ export interface BridgeOptions {
 export interface Bridge {
   readonly port: number;
   readonly toggles: TogglesStore;
+  readonly perception: Perception;
   agent(): AcpClient;
   memory(): Promise<MemoryStore>;
   close(): Promise<void>;
@@ -124,6 +138,14 @@ export async function startBridge(
     agentModel,
     saveModelOverride: (daemon, model) => saveModelOverride(dataDir, daemon, model),
   });
+  const perception = createPerception({
+    voice: voiceActionsFromClient(voice),
+    logger: logger.child({ component: 'perception' }),
+    kidMode: () => toggles.get().kid_mode,
+    ...(options.clock ? { clock: options.clock } : {}),
+    consumers: { greeter: faceGreeterOptionsFromConfig(config.face_greet), ...options.consumers },
+  });
+  registerPerceptionRoutes(app, perception);
   registerPassthrough(app, config.local_router.url);
   app.get('/health', async (_request, reply) => {
     if (await agent.health(2000)) return { ok: true };
@@ -135,6 +157,7 @@ export async function startBridge(
   return {
     port,
     toggles,
+    perception,
     agent: () => agent,
     memory,
     async close() {

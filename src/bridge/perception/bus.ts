@@ -110,7 +110,7 @@ export class PerceptionBus {
   private published = 0;
   private droppedTotal = 0;
 
-  constructor(private readonly options: BusOptions = {}) {
+  constructor(options: BusOptions = {}) {
     this.log = new ThrottledLog(options.logger ?? silentLogger);
     this.defaultMaxQueue = positiveInt(options.defaultMaxQueue, 256);
   }

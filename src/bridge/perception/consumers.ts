@@ -446,7 +446,7 @@ export class FaceIdentifiedRefresher extends Consumer {
 
   constructor(deps: ConsumerDeps, options: FaceIdentifiedRefresherOptions = {}) {
     super('face-identified-refresher', deps);
-    this.intervalMs = options.intervalMs ?? 4000;
+    this.intervalMs = options.intervalMs ?? 3000;
     this.freshMs = options.freshMs ?? 10_000;
     this.lostGraceMs = options.lostGraceMs ?? 4000;
     this.active = new LruMap(options.maxDevices ?? 64, (_id, refresh) => this.clearTimers(refresh));
@@ -589,7 +589,11 @@ export interface Consumers {
 }
 
 /** Builds the six consumers and subscribes each to the bus with its own queue. */
-export function startConsumers(bus: PerceptionBus, deps: ConsumerDeps, options: ConsumersOptions = {}): Consumers {
+export function startConsumers(
+  bus: PerceptionBus,
+  deps: ConsumerDeps,
+  options: ConsumersOptions = {},
+): Consumers {
   const greeter = new FaceGreeter(deps, options.greeter);
   const consumers = {
     greeter,

@@ -18,8 +18,8 @@ import { SseHub, type SseHubOptions } from './sse.js';
 export * from './bus.js';
 export * from './consumers.js';
 export * from './device-state.js';
-export * from './sse.js';
 export * from './routes.js';
+export * from './sse.js';
 
 export interface VoiceActionsOptions {
   /** Deadline of each admin call (default 3000 ms; set-face-identified must land well inside 4 s). */
@@ -29,7 +29,10 @@ export interface VoiceActionsOptions {
 }
 
 /** The consumers' voice calls over the bridge's VoiceClient (POST {VOICE_URL}/device/admin/<route>). */
-export function voiceActionsFromClient(voice: Pick<VoiceClient, 'post'>, options: VoiceActionsOptions = {}): VoiceActions {
+export function voiceActionsFromClient(
+  voice: Pick<VoiceClient, 'post'>,
+  options: VoiceActionsOptions = {},
+): VoiceActions {
   const timeout = options.timeoutMs ?? 3000;
   const purr = options.purrAsset ?? 'purr';
   return {
