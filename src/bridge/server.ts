@@ -15,8 +15,9 @@ import { PACKAGE_ROOT } from '../version.js';
 import { visionAvailable } from '../voice/vision.js';
 import { AcpClient } from './acp-client.js';
 import { AllowList } from './allow-list.js';
+import { visionText } from './escalation.js';
 import { registerPassthrough } from './passthrough.js';
-import type { ConsumersOptions } from './perception/consumers.js';
+import { type ConsumersOptions, wallClock } from './perception/consumers.js';
 import {
   createPerception,
   faceGreeterOptionsFromConfig,
@@ -24,8 +25,10 @@ import {
   registerPerceptionRoutes,
   voiceActionsFromClient,
 } from './perception/index.js';
+import { type ModeActions, SecurityWatch, StorySilence } from './perception/modes.js';
 import { registerAdminRoutes } from './routes-admin.js';
 import { registerApiRoutes } from './routes-api.js';
+import { registerStoryRoute } from './story.js';
 import { TogglesStore } from './toggles-store.js';
 import { VoiceClient } from './voice-client.js';
 
@@ -34,6 +37,10 @@ export interface BridgeOptions {
   clock?: Clock;
   /** Consumer timing overrides (tests shorten graces). */
   consumers?: ConsumersOptions;
+  /** Security mode: between photos (default 60 s). */
+  securityIntervalMs?: number;
+  /** Story time ends after this much silence (default 90 s). */
+  storySilenceMs?: number;
   /** argv of the agent runtime; default AGENT_CMD, else this package's `deskbot agent`. */
   agentCommand?: string[];
   /** Extra environment for the agent child (tests point its model at a scripted server). */
@@ -146,6 +153,38 @@ export async function startBridge(
     consumers: { greeter: faceGreeterOptionsFromConfig(config.face_greet), ...options.consumers },
   });
   registerPerceptionRoutes(app, perception);
+  const modeActions: ModeActions = {
+    describePhoto: async (deviceId, question) => {
+      if (toggles.get().kid_mode) return 'photo not taken: the camera is off in kid mode';
+      if (!visionAvailable(config)) return 'photo not taken: vision is unavailable (no vision API key)';
+      const reply = await voice.post<{ result?: string }>(
+        'take-photo',
+        { question, device_id: deviceId },
+        20_000,
+      );
+      return visionText(reply.result ?? '');
+    },
+    setState: async (deviceId, state) => {
+      await voice.post('set-state', { state, device_id: deviceId });
+    },
+  };
+  const clock = options.clock ?? wallClock;
+  const stopSecurity = new SecurityWatch(clock, modeActions, {
+    journalDir: join(dataDir, 'journal'),
+    ...(options.securityIntervalMs ? { intervalMs: options.securityIntervalMs } : {}),
+  }).subscribe(perception.bus);
+  const stopStory = new StorySilence(clock, modeActions, options.storySilenceMs ?? 90_000).subscribe(
+    perception.bus,
+  );
+  registerStoryRoute(app, {
+    cloud: {
+      url: config.cloud.url,
+      apiKey: config.cloud.api_key || config.LLM.TwoTier.cloud_api_key,
+      model: config.LLM.TwoTier.smart_model,
+    },
+    kidMode: () => toggles.get().kid_mode,
+    maxSentences: config.bridge.max_sentences,
+  });
   registerPassthrough(app, config.local_router.url);
   app.get('/health', async (_request, reply) => {
     if (await agent.health(2000)) return { ok: true };
@@ -161,6 +200,8 @@ export async function startBridge(
     agent: () => agent,
     memory,
     async close() {
+      stopSecurity();
+      stopStory();
       await app.close();
       await agent.close();
     },

@@ -51,6 +51,8 @@ export interface ConversationDeps {
   /** The songs folder, for play-asset and the dance phrase. */
   assets?: AssetLibrary;
   kidMode?: () => boolean;
+  /** Answers turns while the robot is in story_time (the bridge's story route). */
+  storyLlm?: LlmProvider;
   /** Told when a `listen detect` carried a wake word (relayed to the bridge's wake-word turner). */
   onWakeWord?: (text: string) => void;
   clock?: Clock;
@@ -60,7 +62,7 @@ export interface ConversationDeps {
 const ACKNOWLEDGEMENTS: Record<RobotState, string> = {
   sleep: '😴 Good night.',
   security: '😐 Keeping watch.',
-  story_time: '😊 Story time!',
+  story_time: '😊 Story time! What should the story be about?',
   idle: '😊 I am here.',
   dance: '😆 Let us dance!',
   talk: '😊 Yes?',
@@ -350,7 +352,7 @@ export class Conversation extends EventEmitter<ConversationEvents> {
       }
       this.history.push({ role: 'user', content: text });
       const spoken = await runChatReply({
-        llm: this.deps.llm,
+        llm: this.robotState === 'story_time' && this.deps.storyLlm ? this.deps.storyLlm : this.deps.llm,
         speech,
         sink: this.deps.session,
         history: [...this.history],

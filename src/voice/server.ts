@@ -7,6 +7,7 @@ import { join, resolve } from 'node:path';
 import { AssetLibrary } from '../audio/assets.js';
 import { loadResampler } from '../audio/resample.js';
 import type { Config } from '../config/index.js';
+import { AgentLlm } from '../providers/llm/agent.js';
 import { createHttpApp } from '../util/http-app.js';
 import type { Logger } from '../util/log.js';
 import { VERSION } from '../version.js';
@@ -121,6 +122,11 @@ export async function startVoiceServer(
 
   const wsLogger = logger.child({ component: 'voice-ws' });
   const relay = new PerceptionRelay({ bridgeUrl: config.bridge.url, logger: wsLogger });
+  const storyLlm = new AgentLlm({
+    url: `${config.bridge.url.replace(/\/+$/, '')}/api/story/stream`,
+    channel: 'story',
+    timeoutSec: 60,
+  });
   const wsServer = createWsListener({
     logger: wsLogger,
     ...(authSecret ? { authSecret } : {}),
@@ -164,6 +170,7 @@ export async function startVoiceServer(
           assets,
           songs: () => songNames,
           kidMode: () => toggles.kid_mode,
+          storyLlm,
           onWakeWord: (text) =>
             relay.send('wake_word_detected', { text }, session.deviceId, session.sessionId),
         }),

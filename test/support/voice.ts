@@ -46,11 +46,14 @@ export async function startTestVoice(overrides: Record<string, unknown> = {}): P
   };
 }
 
-/** Polls until `check` returns a truthy value, or fails after timeoutMs. */
-export async function eventually<T>(check: () => T | undefined | null | false, timeoutMs = 5000): Promise<T> {
+/** Polls until `check` returns (or resolves to) a truthy value, or fails after timeoutMs. */
+export async function eventually<T>(
+  check: () => T | undefined | null | false | Promise<T | undefined | null | false>,
+  timeoutMs = 5000,
+): Promise<T> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
-    const value = check();
+    const value = await check();
     if (value) return value;
     if (Date.now() > deadline) throw new Error(`condition not met within ${timeoutMs} ms`);
     await new Promise((resolve) => setTimeout(resolve, 10));
