@@ -150,7 +150,20 @@ export async function startBridge(
     logger: logger.child({ component: 'perception' }),
     kidMode: () => toggles.get().kid_mode,
     ...(options.clock ? { clock: options.clock } : {}),
-    consumers: { greeter: faceGreeterOptionsFromConfig(config.face_greet), ...options.consumers },
+    consumers: {
+      greeter: faceGreeterOptionsFromConfig(config.face_greet),
+      aborter: {
+        graceMs: config.perception.abort_grace_ms,
+        greetingWindowMs: config.perception.abort_greeting_window_ms,
+      },
+      soundTurner: {
+        minEnergy: config.perception.sound_min_energy,
+        minIntervalMs: config.perception.sound_min_interval_ms,
+      },
+      refresher: { intervalMs: config.perception.identified_refresh_ms },
+      purr: { cooldownMs: config.perception.purr_cooldown_sec * 1000 },
+      ...options.consumers,
+    },
   });
   registerPerceptionRoutes(app, perception);
   const modeActions: ModeActions = {
@@ -171,11 +184,13 @@ export async function startBridge(
   const clock = options.clock ?? wallClock;
   const stopSecurity = new SecurityWatch(clock, modeActions, {
     journalDir: join(dataDir, 'journal'),
-    ...(options.securityIntervalMs ? { intervalMs: options.securityIntervalMs } : {}),
+    intervalMs: options.securityIntervalMs ?? config.perception.security_photo_interval_sec * 1000,
   }).subscribe(perception.bus);
-  const stopStory = new StorySilence(clock, modeActions, options.storySilenceMs ?? 90_000).subscribe(
-    perception.bus,
-  );
+  const stopStory = new StorySilence(
+    clock,
+    modeActions,
+    options.storySilenceMs ?? config.perception.story_silence_sec * 1000,
+  ).subscribe(perception.bus);
   registerStoryRoute(app, {
     cloud: {
       url: config.cloud.url,

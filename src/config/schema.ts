@@ -219,6 +219,22 @@ export const configSchema = z.object({
       think_model: z.string().default('qwen3-32b'),
     })
     .prefault({}),
+  /** Timings of the bridge's perception consumers and modes (SPEC "Events", DESIGN §3). */
+  perception: z
+    .object({
+      /** Face-lost aborter: wait after face_lost, and only this soon after a greeting. */
+      abort_grace_ms: z.number().int().min(0).default(4000),
+      abort_greeting_window_ms: z.number().int().min(0).default(12_000),
+      /** Sound turner: quieter sounds are ignored; at most one turn per interval. */
+      sound_min_energy: z.number().min(0).max(1).default(0.2),
+      sound_min_interval_ms: z.number().int().min(0).default(1500),
+      /** Face-identified refresher cadence (the firmware's green pip times out after 4000 ms). */
+      identified_refresh_ms: z.number().int().positive().default(3000),
+      purr_cooldown_sec: z.number().min(0).default(20),
+      security_photo_interval_sec: z.number().positive().default(60),
+      story_silence_sec: z.number().positive().default(90),
+    })
+    .prefault({}),
   face_greet: z
     .object({
       /** Empty disables the spoken greeting (env FACE_GREET_TEXT). */
