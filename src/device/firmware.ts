@@ -35,7 +35,7 @@ export interface FirmwareOptions {
 
 export class Firmware {
   private machine: RobotMachineState;
-  private readonly clock: Clock;
+  private readonly clockSource: Clock;
   private readonly timers = new Map<string, unknown>();
   private painted: Rgb[];
   private faceLostAt: number | undefined;
@@ -46,14 +46,23 @@ export class Firmware {
   readonly stats = { repaints: 0, transitions: 0 };
 
   constructor(private readonly options: FirmwareOptions) {
-    this.clock = options.clock ?? monotonicClock;
-    this.machine = initialRobotState(this.clock.now());
+    this.clockSource = options.clock ?? monotonicClock;
+    this.machine = initialRobotState(this.clockSource.now());
     options.model.state = 'idle';
     this.painted = this.render();
   }
 
   get state(): RobotState {
     return this.machine.current;
+  }
+
+  /** The firmware's clock (scenarios schedule on it). */
+  get clock(): Clock {
+    return this.clockSource;
+  }
+
+  now(): number {
+    return this.clockSource.now();
   }
 
   get facePresent(): boolean {
@@ -71,7 +80,7 @@ export class Firmware {
   }
 
   stop(): void {
-    for (const handle of this.timers.values()) this.clock.clearTimer(handle);
+    for (const handle of this.timers.values()) this.clockSource.clearTimer(handle);
     this.timers.clear();
   }
 
@@ -91,12 +100,12 @@ export class Firmware {
     this.cancel('face_lost_emit');
     if (!this.machine.facePresent) {
       this.options.emit('face_detected', {});
-      this.dispatch({ type: 'face_detected', now: this.clock.now() });
+      this.dispatch({ type: 'face_detected', now: this.clockSource.now() });
     }
     if (name) {
-      this.schedule('face_recognized', 300, () =>
-        this.options.emit('face_recognized', { name, confidence: 0.92 }),
-      );
+      this.schedule('face_recognized', 300, () => {
+        if (this.machine.facePresent) this.options.emit('face_recognized', { name, confidence: 0.92 });
+      });
     }
   }
 
@@ -104,9 +113,9 @@ export class Firmware {
   faceLeaves(): void {
     if (!this.machine.facePresent) return;
     this.schedule('face_lost_emit', this.options.faceLostEmitMs ?? 800, () => {
-      this.faceLostAt = this.clock.now();
+      this.faceLostAt = this.clockSource.now();
       this.options.emit('face_lost', {});
-      this.dispatch({ type: 'face_lost', now: this.clock.now() });
+      this.dispatch({ type: 'face_lost', now: this.clockSource.now() });
     });
   }
 
@@ -116,20 +125,21 @@ export class Firmware {
   }
 
   headPetStart(): void {
-    this.headPetStartedAt = this.clock.now();
+    this.headPetStartedAt = this.clockSource.now();
     this.options.emit('head_pet_started', {});
-    this.dispatch({ type: 'head_pet', now: this.clock.now() });
+    this.dispatch({ type: 'head_pet', now: this.clockSource.now() });
     this.schedule('head_pet_hold', this.options.headPetHoldMs ?? 2000, () => {
-      this.dispatch({ type: 'voice_listening_start', now: this.clock.now(), source: 'head_pet_hold' });
+      this.dispatch({ type: 'voice_listening_start', now: this.clockSource.now(), source: 'head_pet_hold' });
       this.options.openListening?.();
     });
   }
 
   headPetEnd(): void {
+    if (this.headPetStartedAt === undefined) return; // no pet in progress
     this.cancel('head_pet_hold');
-    const since = this.headPetStartedAt ?? this.clock.now();
+    const since = this.headPetStartedAt ?? this.clockSource.now();
     this.headPetStartedAt = undefined;
-    this.options.emit('head_pet_ended', { duration_ms: Math.round(this.clock.now() - since) });
+    this.options.emit('head_pet_ended', { duration_ms: Math.round(this.clockSource.now() - since) });
   }
 
   // --- what the audio channel does -----------------------------------------------------------------
@@ -139,7 +149,7 @@ export class Firmware {
     if (listening === this.listening) return;
     this.listening = listening;
     this.options.emit('chat_status', { status: listening ? 'listening' : 'idle' });
-    if (listening) this.dispatch({ type: 'voice_listening_start', now: this.clock.now(), source });
+    if (listening) this.dispatch({ type: 'voice_listening_start', now: this.clockSource.now(), source });
   }
 
   setSpeaking(speaking: boolean): void {
@@ -149,7 +159,7 @@ export class Firmware {
 
   /** self.robot.set_state (the server: admin route, voice phrases). */
   setState(target: RobotState): void {
-    this.dispatch({ type: 'set_state', now: this.clock.now(), target });
+    this.dispatch({ type: 'set_state', now: this.clockSource.now(), target });
   }
 
   // --- the machine ---------------------------------------------------------------------------------
@@ -175,7 +185,7 @@ export class Firmware {
         this.schedule('face_lost_grace', effect.ms, () =>
           this.dispatch({
             type: 'face_lost_grace_expired',
-            now: this.clock.now(),
+            now: this.clockSource.now(),
             startedAt: effect.startedAt,
           }),
         );
@@ -237,7 +247,7 @@ export class Firmware {
     const stepMs = 500;
     if (step * stepMs >= total) {
       this.options.model.head = { yaw: 0, pitch: 0 };
-      this.dispatch({ type: 'choreography_ended', now: this.clock.now() });
+      this.dispatch({ type: 'choreography_ended', now: this.clockSource.now() });
       return;
     }
     this.options.model.head = moves[step % moves.length]!;
@@ -254,14 +264,14 @@ export class Firmware {
       ...(this.faceLostAt !== undefined ? { faceLostAt: this.faceLostAt } : {}),
       ...(model.faceIdentifiedAt !== null ? { faceIdentifiedAt: model.faceIdentifiedAt } : {}),
       listening: this.listening,
-      now: this.clock.now(),
+      now: this.clockSource.now(),
     });
     return ring;
   }
 
   private schedule(name: string, ms: number, callback: () => void): void {
     this.cancel(name);
-    const handle = this.clock.setTimer(() => {
+    const handle = this.clockSource.setTimer(() => {
       this.timers.delete(name);
       callback();
     }, ms);
@@ -271,7 +281,7 @@ export class Firmware {
 
   private cancel(name: string): void {
     const handle = this.timers.get(name);
-    if (handle !== undefined) this.clock.clearTimer(handle);
+    if (handle !== undefined) this.clockSource.clearTimer(handle);
     this.timers.delete(name);
   }
 }

@@ -147,6 +147,8 @@ export class VirtualRobot extends EventEmitter<RobotEvents> {
     this.firmware.start();
     const tools = buildTools(this.model, {
       setState: (state) => this.firmware.setState(state),
+      // The face pip compares against the firmware's clock, so the tool stamps with the same one.
+      now: () => this.firmware.now(),
       changed: (what) => {
         if (what === 'led') this.firmware.ledWritten();
         if (what === 'toggle') void this.saveState();
@@ -301,7 +303,7 @@ export class VirtualRobot extends EventEmitter<RobotEvents> {
   }
 
   listen(state: 'start' | 'stop' | 'detect', mode: ListenMode = 'auto', text?: string): void {
-    if (state === 'start') this.firmware.setListening(true, text ? 'wake_word' : 'wake_word');
+    if (state === 'start') this.firmware.setListening(true);
     if (state === 'stop') this.firmware.setListening(false);
     this.sendJson({ session_id: this.sessionId, type: 'listen', state, mode, ...(text ? { text } : {}) });
   }
