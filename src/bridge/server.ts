@@ -15,6 +15,7 @@ import { PACKAGE_ROOT } from '../version.js';
 import { visionAvailable } from '../voice/vision.js';
 import { AcpClient } from './acp-client.js';
 import { AllowList } from './allow-list.js';
+import { captionSound } from './audio-caption.js';
 import { visionText } from './escalation.js';
 import { registerPassthrough } from './passthrough.js';
 import { type ConsumersOptions, wallClock } from './perception/consumers.js';
@@ -177,6 +178,15 @@ export async function startBridge(
       );
       return visionText(reply.result ?? '');
     },
+    captionSound: (deviceId) =>
+      captionSound(deviceId, {
+        voice,
+        model: {
+          url: config.cloud.url,
+          apiKey: config.cloud.api_key,
+          model: config.vision.audio_caption_model,
+        },
+      }),
     setState: async (deviceId, state) => {
       await voice.post('set-state', { state, device_id: deviceId });
     },

@@ -19,6 +19,10 @@ export interface FirmwareOptions {
   model: DeviceModel;
   /** Sends a perception event frame (dropped by the caller when the channel is closed). */
   emit: (name: string, data: Record<string, unknown>) => void;
+  /** Security mode's periodic audio capture: send this many ms of what the microphone hears. */
+  captureAudio?: (ms: number) => void;
+  /** Between audio captures in security (default 5 s). */
+  captureIntervalMs?: number;
   /** Opens the audio channel's listening (a head-pet hold). */
   openListening?: () => void;
   clock?: Clock;
@@ -194,7 +198,7 @@ export class Firmware {
         this.cancel('face_lost_grace');
         break;
       case 'exit':
-        for (const name of ['torque', 'scan', 'choreography']) this.cancel(name);
+        for (const name of ['torque', 'scan', 'choreography', 'capture']) this.cancel(name);
         this.torque = true;
         if (effect.state === 'dance')
           this.options.emit('dance_ended', this.danceSong ? { song: this.danceSong } : {});
@@ -222,11 +226,18 @@ export class Firmware {
       });
     }
     if (behaviour.head === 'wide_scan') this.scan(1);
+    if (behaviour.periodicCapture) this.capture();
     if (behaviour.choreography) {
       this.danceSong = song;
       this.options.emit('dance_started', song ? { song } : {});
       this.dance(0);
     }
+  }
+
+  /** Security: record a few seconds of sound now and then. */
+  private capture(): void {
+    this.options.captureAudio?.(3000);
+    this.schedule('capture', this.options.captureIntervalMs ?? 5000, () => this.capture());
   }
 
   /** Security: sweep the head side to side. */

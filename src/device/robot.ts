@@ -106,6 +106,8 @@ export class VirtualRobot extends EventEmitter<RobotEvents> {
   speaking = false;
   /** What the camera sees. */
   scene: Scene = { ...DEFAULT_SCENE };
+  /** What the microphone hears when nobody talks (16 kHz): a quiet hum unless a scenario sets something. */
+  ambient: Int16Array = quietHum();
   private persisted: Persisted;
   private socket: WebSocket | undefined;
   private binaryVersion: BinaryVersion;
@@ -140,6 +142,12 @@ export class VirtualRobot extends EventEmitter<RobotEvents> {
       },
       openListening: () => {
         if (this.connected) this.listen('start', 'auto');
+      },
+      captureAudio: (ms) => {
+        if (this.connected)
+          void this.sendPcm(loopPcm(this.ambient, (16_000 * ms) / 1000), { paced: false }).catch(
+            () => undefined,
+          );
       },
       ...(options.clock ? { clock: options.clock } : {}),
       ...(options.faceLostGraceMs !== undefined ? { faceLostGraceMs: options.faceLostGraceMs } : {}),
@@ -519,6 +527,20 @@ export class VirtualRobot extends EventEmitter<RobotEvents> {
     mkdirSync(this.options.stateDir, { recursive: true });
     return join(this.options.stateDir, `${this.deviceId.replaceAll(':', '')}.json`);
   }
+}
+
+/** One second of a soft 100 Hz hum with a little noise. */
+function quietHum(): Int16Array {
+  const pcm = new Int16Array(16_000);
+  for (let i = 0; i < pcm.length; i++)
+    pcm[i] = Math.round(600 * Math.sin((2 * Math.PI * 100 * i) / 16_000) + (Math.random() - 0.5) * 200);
+  return pcm;
+}
+
+function loopPcm(source: Int16Array, samples: number): Int16Array {
+  const out = new Int16Array(samples);
+  for (let i = 0; i < samples; i++) out[i] = source[i % source.length]!;
+  return out;
 }
 
 export function randomMac(): string {

@@ -4,12 +4,14 @@
 import type { FastifyInstance } from 'fastify';
 import { z } from 'zod';
 import { AssetError, type AssetLibrary } from '../audio/assets.js';
+import { encodeWav } from '../audio/wav.js';
 import { McpError, toolResultText } from '../protocol/index.js';
 import { ProviderConfigError, TwoTierLlm } from '../providers/llm/twotier.js';
 import type { LlmProvider } from '../providers/llm/types.js';
 import { ROBOT_STATES, TOGGLE_NAMES } from '../robot/states.js';
 import { HttpError } from '../util/http-error.js';
 import type { Conversation } from './conversation.js';
+import type { AudioRecorder } from './recorder.js';
 import type { DeviceRegistry } from './registry.js';
 import type { DeviceSession } from './session.js';
 import type { Toggles } from './toggles.js';
@@ -21,6 +23,7 @@ export interface AdminRouteOptions {
   /** VOICE_PROVIDER=twotier: smart_mode flips the live TwoTier provider in-process. */
   inProcessSmartMode: boolean;
   conversationOf: (session: DeviceSession) => Conversation | undefined;
+  recorderOf?: (session: DeviceSession) => AudioRecorder | undefined;
   assets: AssetLibrary;
   mcpTimeoutMs: number;
 }
@@ -41,6 +44,7 @@ const schemas = {
     .refine((b) => b.yaw !== undefined || b.pitch !== undefined, 'give yaw and/or pitch'),
   state: z.object({ state: z.enum(ROBOT_STATES), device_id: deviceId }),
   toggle: z.object({ name: z.enum(TOGGLE_NAMES), enabled: z.boolean(), device_id: deviceId }),
+  capture: z.object({ seconds: z.number().min(0.5).max(15).default(5), device_id: deviceId }),
   model: z.object({ model: z.string().trim().min(1), url: z.string().url(), api_key: z.string() }),
 };
 
@@ -196,6 +200,21 @@ export function registerAdminRoutes(app: FastifyInstance, options: AdminRouteOpt
       throw new HttpError(502, 'device_error', `device refused self.robot.set_toggle: ${devices[0].error}`);
     }
     return { ...applied, devices };
+  });
+
+  // The last seconds the device's microphone sent while in security mode, as a WAV (base64).
+  app.post('/device/admin/capture-audio', async (request) => {
+    const body = parse(schemas.capture, request.body);
+    const session = pick(body.device_id);
+    const pcm = options.recorderOf?.(session)?.last(body.seconds) ?? new Int16Array(0);
+    if (pcm.length === 0)
+      throw new HttpError(409, 'no_audio', 'nothing recorded: the device sent no audio in security mode');
+    return {
+      ok: true,
+      device_id: session.deviceId,
+      seconds: pcm.length / 16_000,
+      wav_base64: encodeWav(pcm, 16_000).toString('base64'),
+    };
   });
 
   app.post('/device/admin/set-tier1slim-model', async (request) => {

@@ -18,6 +18,7 @@ import { FirmwareStore } from './firmware-store.js';
 import { registerOtaRoutes } from './ota-routes.js';
 import { PerceptionRelay } from './perception-relay.js';
 import { createProviders, type VoiceProviders } from './providers.js';
+import { AudioRecorder } from './recorder.js';
 import { DeviceRegistry } from './registry.js';
 import { DeviceSession } from './session.js';
 import { readToggles, type Toggles } from './toggles.js';
@@ -77,6 +78,7 @@ export async function startVoiceServer(
     ...(authSecret ? { auth: { secret: authSecret, ttlSec: config.auth.token_ttl_sec } } : {}),
   });
   const conversations = new WeakMap<DeviceSession, Conversation>();
+  const recorders = new WeakMap<DeviceSession, AudioRecorder>();
   const assets = new AssetLibrary(join(dataDir, 'songs'));
   let songNames: string[] = [];
   const refreshSongs = () =>
@@ -92,6 +94,7 @@ export async function startVoiceServer(
     llm: providers.llm,
     inProcessSmartMode: config.voice_provider === 'twotier',
     conversationOf: (session) => conversations.get(session),
+    recorderOf: (session) => recorders.get(session),
     assets,
     mcpTimeoutMs: Math.min(config.mcp.timeout_ms, 10_000),
   });
@@ -148,6 +151,12 @@ export async function startVoiceServer(
       session.on('event', (event) =>
         relay.send(event.name, event.data ?? {}, session.deviceId, session.sessionId),
       );
+      // Security mode keeps the last seconds of the microphone for the bridge's audio captions.
+      const recorder = new AudioRecorder();
+      recorders.set(session, recorder);
+      session.on('audio', (packet) => {
+        if (conversations.get(session)?.robotState === 'security') recorder.push(packet);
+      });
       // Re-sync the toggle pips on every (re)connection: the device boots with both off. The voice server's
       // toggles are the persisted ones (read at start) plus every change the bridge pushed since.
       session.once('ready', () => {

@@ -19,6 +19,7 @@ const GREETING =
 
 let models: FakeOpenAi;
 let vlm: FakeOpenAi;
+let audio: FakeOpenAi;
 let t: TestVoice;
 let bridge: Bridge;
 let clock: JumpClock;
@@ -37,10 +38,12 @@ beforeAll(async () => {
   models = await new FakeOpenAi().start();
   vlm = await new FakeOpenAi().start();
   vlm.responder = () => ({ text: 'An empty room with a sofa and a lamp.' });
+  audio = await new FakeOpenAi().start();
+  audio.responder = () => ({ text: 'A quiet electrical hum.' });
   clock = JumpClock.at(10); // inside the greeting hours
   const port = await freePort();
   const shared = {
-    cloud: { api_key: 'cloud-key' },
+    cloud: { api_key: 'cloud-key', url: audio.url },
     vision: { vlm_api_url: vlm.url },
     face_greet: { text: GREETING },
   };
@@ -75,7 +78,7 @@ afterAll(async () => {
   clock?.stop();
   await bridge?.close();
   await t?.close();
-  await Promise.all([models?.close(), vlm?.close()]);
+  await Promise.all([models?.close(), vlm?.close(), audio?.close()]);
 });
 
 async function connected(faceLostGraceMs = 2000): Promise<{ robot: VirtualRobot; timeline: Timeline }> {
@@ -115,7 +118,7 @@ describe('face greeting', () => {
 });
 
 describe('modes', () => {
-  it('"keep watch" → security → a photo is described and journalled → a face → idle', async () => {
+  it('"keep watch" → security → a photo and the sound are described and journalled → a face → idle', async () => {
     const { robot } = await connected();
     const stt = robot.waitFor((f) => f.type === 'stt', 20_000);
     await robot.say('keep watch');
@@ -134,7 +137,13 @@ describe('modes', () => {
       return text.includes('An empty room with a sofa and a lamp.') ? text : undefined;
     }, 15_000);
     expect(journal).toContain(robot.deviceId);
+    expect(journal).toContain('sound: A quiet electrical hum.');
     expect(vlm.requests.length).toBeGreaterThan(0);
+    const caption = audio.chatRequests().at(-1)!.body;
+    expect(caption.model).toBe('openai/gpt-4o-audio-preview');
+    const part = caption.messages[0].content.find((p: any) => p.type === 'input_audio');
+    expect(part.input_audio.format).toBe('wav');
+    expect(part.input_audio.data.startsWith('UklGR')).toBe(true); // "RIFF": a real WAV of what the robot heard
 
     robot.firmware.faceAppears();
     await eventually(() => robot.model.state === 'idle', 5000);

@@ -11,6 +11,8 @@ import type { PerceptionBus, PerceptionEvent } from './bus.js';
 export interface ModeActions {
   /** Takes a photo on the device and returns the description (or why there is none). */
   describePhoto(deviceId: string, question: string): Promise<string>;
+  /** Captions the last seconds the device's microphone sent (or says why there is no caption). */
+  captionSound(deviceId: string): Promise<string>;
   setState(deviceId: string, state: 'idle'): Promise<void>;
 }
 
@@ -81,21 +83,26 @@ export class SecurityWatch {
   }
 
   private async journal(deviceId: string): Promise<void> {
-    let text: string;
-    try {
-      text = await this.actions.describePhoto(
+    const attempt = async (what: string, run: () => Promise<string>) => {
+      try {
+        return (await run()).replace(/\s+/g, ' ').trim();
+      } catch (error) {
+        return `(no ${what}: ${(error as Error).message})`;
+      }
+    };
+    const text = await attempt('photo', () =>
+      this.actions.describePhoto(
         deviceId,
         'You are a security camera. Briefly describe the room and anyone in it.',
-      );
-    } catch (error) {
-      text = `(no photo: ${(error as Error).message})`;
-    }
+      ),
+    );
+    const sound = await attempt('sound', () => this.actions.captionSound(deviceId));
     const { date, time } = localStamp(this.clock.now());
-    const line = `- ${time} · ${deviceId} · ${text.replace(/\s+/g, ' ').trim()}\n`;
+    const line = `- ${time} · ${deviceId} · photo: ${text} · sound: ${sound}\n`;
     try {
       await mkdir(this.options.journalDir, { recursive: true });
       await appendFile(join(this.options.journalDir, `security-${date}.md`), line);
-      this.journalled.push({ deviceId, text });
+      this.journalled.push({ deviceId, text: `${text} / ${sound}` });
     } catch (error) {
       this.logger?.error({ err: (error as Error).message }, 'security journal write failed');
     }
