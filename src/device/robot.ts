@@ -3,9 +3,7 @@
 // Tests and `deskbot robot` script it; it behaves as the real firmware does where the server can tell.
 import { randomUUID } from 'node:crypto';
 import { EventEmitter } from 'node:events';
-import { existsSync, mkdirSync, readFileSync } from 'node:fs';
 import { writeFile } from 'node:fs/promises';
-import { join } from 'node:path';
 import { setTimeout as delay } from 'node:timers/promises';
 import WebSocket from 'ws';
 import { concatPcm, OpusFrameEncoder, OpusPacketDecoder } from '../audio/opus.js';
@@ -22,13 +20,11 @@ import {
   parseServerFrame,
   type ServerFrame,
 } from '../protocol/index.js';
-import { writeFileAtomic } from '../util/atomic-file.js';
 import {
   activate,
   type BootOptions,
   bootloaderSelect,
   checkVersion,
-  type FlashState,
   installFirmware,
   runningVersion,
   wantsUpgrade,
@@ -36,8 +32,9 @@ import {
 import { DEFAULT_SCENE, explainPhoto, renderJpeg, type Scene } from './camera.js';
 import { Firmware } from './firmware.js';
 import { DeviceMcpServer } from './mcp-server.js';
+import { freshState, loadPersisted, type Persisted, savePersisted } from './persisted.js';
 import { buildTools, type DeviceModel, initialModel } from './tools.js';
-import { speechPcm16k } from './voice.js';
+import { loopPcm, quietHum, speechPcm16k } from './voice.js';
 
 export interface VirtualRobotOptions {
   otaUrl: string;
@@ -74,13 +71,6 @@ export interface RobotEvents {
   reply: [{ pcm: Int16Array; sentences: string[] }];
   rebooting: [];
   disconnected: [number];
-}
-
-interface Persisted {
-  clientId: string;
-  flash: FlashState;
-  /** Kept across reboots like the firmware's NVS; both off on a first boot. */
-  toggles?: { kid_mode: boolean; smart_mode: boolean };
 }
 
 const MAX_FRAME_LOG = 5000;
@@ -497,50 +487,14 @@ export class VirtualRobot extends EventEmitter<RobotEvents> {
   }
 
   private loadState(): Persisted {
-    const fresh: Persisted = {
-      clientId: this.options.clientId ?? randomUUID(),
-      flash: {
-        running: 'ota_0',
-        partitions: {
-          ota_0: { version: this.options.firmwareVersion ?? '1.0.0', image: 'valid' },
-          ota_1: { version: '', image: 'empty' },
-        },
-      },
-    };
-    const path = this.statePath();
-    if (!path || !existsSync(path)) return fresh;
-    try {
-      return { ...fresh, ...(JSON.parse(readFileSync(path, 'utf8')) as Partial<Persisted>) };
-    } catch {
-      return fresh;
-    }
+    const fresh = freshState(this.options.clientId ?? randomUUID(), this.options.firmwareVersion ?? '1.0.0');
+    return loadPersisted(this.options.stateDir, this.deviceId, fresh);
   }
 
   private async saveState(): Promise<void> {
-    const path = this.statePath();
     this.persisted.toggles = { ...this.model.toggles };
-    if (path) await writeFileAtomic(path, JSON.stringify(this.persisted, null, 2));
+    await savePersisted(this.options.stateDir, this.deviceId, this.persisted);
   }
-
-  private statePath(): string | undefined {
-    if (!this.options.stateDir) return undefined;
-    mkdirSync(this.options.stateDir, { recursive: true });
-    return join(this.options.stateDir, `${this.deviceId.replaceAll(':', '')}.json`);
-  }
-}
-
-/** One second of a soft 100 Hz hum with a little noise. */
-function quietHum(): Int16Array {
-  const pcm = new Int16Array(16_000);
-  for (let i = 0; i < pcm.length; i++)
-    pcm[i] = Math.round(600 * Math.sin((2 * Math.PI * 100 * i) / 16_000) + (Math.random() - 0.5) * 200);
-  return pcm;
-}
-
-function loopPcm(source: Int16Array, samples: number): Int16Array {
-  const out = new Int16Array(samples);
-  for (let i = 0; i < samples; i++) out[i] = source[i % source.length]!;
-  return out;
 }
 
 export function randomMac(): string {

@@ -3,7 +3,7 @@
 // JSON script; runScenario plays it on a Clock (by default the firmware's own, so a fake clock drives both
 // the script and the firmware's timers).
 import { z } from 'zod';
-import { type Clock, monotonicClock } from '../audio/pacer.js';
+import type { Clock } from '../audio/pacer.js';
 import type { VirtualRobot } from './robot.js';
 
 export const SCENARIO_ACTIONS = [

@@ -21,3 +21,17 @@ export async function speechPcm16k(
   }
   return resample(pcm, tts.sampleRate, 16000);
 }
+
+/** One second of a soft 100 Hz hum with a little noise. */
+export function quietHum(): Int16Array {
+  const pcm = new Int16Array(16_000);
+  for (let i = 0; i < pcm.length; i++)
+    pcm[i] = Math.round(600 * Math.sin((2 * Math.PI * 100 * i) / 16_000) + (Math.random() - 0.5) * 200);
+  return pcm;
+}
+
+export function loopPcm(source: Int16Array, samples: number): Int16Array {
+  const out = new Int16Array(samples);
+  for (let i = 0; i < samples; i++) out[i] = source[i % source.length]!;
+  return out;
+}
