@@ -1,10 +1,3 @@
-// Offline recognition with Debian's pocketsphinx (zero downloads): two searches per utterance.
-// A JSGF grammar of the robot's command phrases is accurate on commands but forces any speech into
-// some command; the general language model takes free text. The command wins only when the free-text
-// reading sounds like it (decideCommand), so "what is the weather like today" reaches the model instead
-// of becoming "watch the room". A missed command costs a repeat; a false one puts the robot to sleep,
-// so the rule is conservative (measured in bench/asr).
-import { availableParallelism } from 'node:os';
 import { createDecoder, DEFAULT_MODEL_DIR, type PocketsphinxDecoder } from '../native/pocketsphinx-lib.js';
 import type { AsrProvider } from './types.js';
 
@@ -23,8 +16,8 @@ export class PocketsphinxAsr implements AsrProvider {
   constructor(options: PocketsphinxOptions) {
     this.decoder = createDecoder(options.modelDir ?? DEFAULT_MODEL_DIR);
     // A word missing from the dictionary would make the whole grammar fail to load.
-    this.commands = [...new Set(options.commands.map(normalise))].filter(
-      (phrase) => phrase && phrase.split(' ').every((word) => this.decoder.phones(word) !== null),
+    this.commands = [...new Set(options.commands.map(normalise))].filter((phrase) =>
+      phrase?.split(' ').every((word) => this.decoder.phones(word) !== null),
     );
     this.hasGrammar = this.commands.length > 0;
     if (this.hasGrammar) this.decoder.addGrammar('commands', commandGrammar(this.commands));

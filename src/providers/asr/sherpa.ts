@@ -1,14 +1,3 @@
-// Offline recognition with sherpa-onnx (npm `sherpa-onnx-node`, prebuilt native library + onnxruntime)
-// and a downloaded SenseVoice or Whisper model: the quality path. The package is optional, so it is
-// imported lazily on first use; the model files are checked in the constructor, so a missing model
-// stops startup with the command that installs it.
-//
-// Threading: sherpa-onnx-node's `recognizer.decode(stream)` is synchronous and would block the event
-// loop for the whole decode (tens to hundreds of ms per utterance on a small CPU, longer for Whisper),
-// stalling audio pacing for every connected device. This provider only uses the async API:
-// `OfflineRecognizer.createAsync(config)` (model load) and `recognizer.decodeAsync(stream)`, both
-// Napi::AsyncWorker jobs on the libuv thread pool. Decodes on one recogniser are serialised.
-import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { fetchCommand } from '../../models/catalog.js';
 import { importSherpa, listEntries, missingModelError, tokenTableProblem } from '../native/sherpa-common.js';

@@ -3,13 +3,7 @@
 // Smart mode swaps the inner-loop endpoint to the cloud model in-process, effective from the next turn.
 import { existsSync, readFileSync } from 'node:fs';
 import type { Logger } from '../../util/log.js';
-import {
-  type ChatMessage,
-  type Deadlines,
-  type Endpoint,
-  streamChat,
-  type ToolCall,
-} from '../openai-client.js';
+import { type Deadlines, type Endpoint, streamChat, type ToolCall } from '../openai-client.js';
 import type { BridgeClient } from './bridge-client.js';
 import { LeadingEmojiFilter, RememberFilter } from './text-filters.js';
 import { isEscalationTool, isLongTool, TOOL_FILLERS, TOOL_SCHEMAS } from './tools.js';
