@@ -5,8 +5,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { encodeWav } from '../../src/audio/wav.js';
 import type { VirtualRobot } from '../../src/device/robot.js';
 import { FakeOpenAi } from '../support/fake-openai.js';
-import { Timeline } from '../support/timeline.js';
-import { eventually, startTestVoice, type TestVoice } from '../support/voice.js';
+import type { Timeline } from '../support/timeline.js';
+import { connectRobot, startTestVoice, type TestVoice } from '../support/voice.js';
 
 let model: FakeOpenAi;
 let t: TestVoice;
@@ -36,17 +36,7 @@ async function post(path: string, body: unknown) {
   return { status: response.status, json: (await response.json()) as any };
 }
 
-async function connected(): Promise<{ robot: VirtualRobot; timeline: Timeline }> {
-  const robot = t.robot();
-  const timeline = new Timeline(robot);
-  await robot.start();
-  await eventually(() => {
-    const session = t.voice.registry.get(robot.deviceId);
-    return session && session.userTools.length > 0 && t.voice.conversationOf(session);
-  });
-  timeline.clear();
-  return { robot, timeline };
-}
+const connected = () => connectRobot(t, { userTools: true });
 
 const isStop = (f: { type: string; state?: string }) => f.type === 'tts' && f.state === 'stop';
 

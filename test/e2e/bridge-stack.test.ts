@@ -1,32 +1,19 @@
 // The whole stack: voice server + bridge + the embedded ACP agent as a real child process + the virtual robot.
 // One scripted OpenAI-compatible server stands in for every remote model: the small inner-loop model, the
 // agent's model and the vision model.
-import { createServer } from 'node:net';
-import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type Bridge, startBridge } from '../../src/bridge/server.js';
-import { parseConfig } from '../../src/config/index.js';
+import type { Bridge } from '../../src/bridge/server.js';
 import type { VirtualRobot } from '../../src/device/robot.js';
-import { silentLogger } from '../../src/util/log.js';
+import { startTestBridge } from '../support/bridge.js';
 import { FakeOpenAi } from '../support/fake-openai.js';
-import { Timeline } from '../support/timeline.js';
-import { eventually, startTestVoice, type TestVoice } from '../support/voice.js';
+import { freePort } from '../support/net.js';
+import { connectRobot, eventually, startTestVoice, type TestVoice } from '../support/voice.js';
 
 let models: FakeOpenAi;
 let vlm: FakeOpenAi;
 let t: TestVoice;
 let bridge: Bridge;
 let bridgeUrl: string;
-
-async function freePort(): Promise<number> {
-  return new Promise((resolve) => {
-    const server = createServer();
-    server.listen(0, '127.0.0.1', () => {
-      const { port } = server.address() as { port: number };
-      server.close(() => resolve(port));
-    });
-  });
-}
 
 const hasImage = (body: any) => JSON.stringify(body?.messages ?? []).includes('"image_url"');
 
@@ -53,25 +40,11 @@ beforeAll(async () => {
     bridge: { url: bridgeUrl },
     LLM: { TwoTier: { url: models.url, model: 'small' } },
   });
-  bridge = await startBridge(
-    parseConfig({
-      ...shared,
-      data_dir: t.dataDir,
-      server: { bind_host: '127.0.0.1' },
-      bridge: { port, voice_url: t.httpUrl },
-    }),
-    silentLogger,
-    {
-      // The agent runs with its workspace as cwd, so the loader and script are given as absolute paths.
-      agentCommand: [
-        process.execPath,
-        '--import',
-        import.meta.resolve('tsx'),
-        fileURLToPath(new URL('../../src/agent/main.ts', import.meta.url)),
-      ],
-      agentEnv: { AGENT_MODEL_URL: models.url, DATA_DIR: t.dataDir, LOG_LEVEL: 'silent' },
-    },
-  );
+  // The embedded agent as a real child process.
+  ({ bridge } = await startTestBridge(
+    { ...shared, bridge: { port, voice_url: t.httpUrl } },
+    { dataDir: t.dataDir, agentEnv: { AGENT_MODEL_URL: models.url, DATA_DIR: t.dataDir } },
+  ));
   await eventually(async () => (await fetch(`${bridgeUrl}/health`)).ok, 20_000);
 }, 60_000);
 
@@ -82,17 +55,7 @@ afterAll(async () => {
   await vlm?.close();
 });
 
-async function connected(): Promise<{ robot: VirtualRobot; timeline: Timeline }> {
-  const robot = t.robot();
-  const timeline = new Timeline(robot);
-  await robot.start();
-  await eventually(() => {
-    const session = t.voice.registry.get(robot.deviceId);
-    return session && session.userTools.length > 0 && t.voice.conversationOf(session);
-  });
-  timeline.clear();
-  return { robot, timeline };
-}
+const connected = () => connectRobot(t, { userTools: true });
 
 async function ask(robot: VirtualRobot, text: string): Promise<void> {
   const done = robot.waitFor((f) => f.type === 'tts' && f.state === 'stop', 30_000);

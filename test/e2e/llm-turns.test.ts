@@ -5,8 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { VirtualRobot } from '../../src/device/robot.js';
 import { FakeBridge } from '../support/fake-bridge.js';
 import { FakeOpenAi } from '../support/fake-openai.js';
-import { Timeline } from '../support/timeline.js';
-import { eventually, startTestVoice, type TestVoice } from '../support/voice.js';
+import { connectRobot, eventually, startTestVoice, type TestVoice } from '../support/voice.js';
 
 let local: FakeOpenAi;
 let cloud: FakeOpenAi;
@@ -39,17 +38,7 @@ afterAll(async () => {
   await Promise.all([local.close(), cloud.close(), bridge.close()]);
 });
 
-async function connected(): Promise<{ robot: VirtualRobot; timeline: Timeline }> {
-  const robot = t.robot();
-  const timeline = new Timeline(robot);
-  await robot.start();
-  await eventually(() => {
-    const session = t.voice.registry.get(robot.deviceId);
-    return session && t.voice.conversationOf(session);
-  });
-  timeline.clear();
-  return { robot, timeline };
-}
+const connected = () => connectRobot(t);
 
 const isStop = (f: { type: string; state?: string }) => f.type === 'tts' && f.state === 'stop';
 

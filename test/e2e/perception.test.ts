@@ -1,18 +1,14 @@
 // Perception and modes with the virtual robot against the real voice server and bridge:
 // a face greeting aborted when the face leaves, security journalling a photo, and story time timing out.
 import { readdirSync, readFileSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type Bridge, startBridge } from '../../src/bridge/server.js';
-import { parseConfig } from '../../src/config/index.js';
-import type { VirtualRobot } from '../../src/device/robot.js';
-import { silentLogger } from '../../src/util/log.js';
+import type { Bridge } from '../../src/bridge/server.js';
+import { startTestBridge } from '../support/bridge.js';
 import { FakeOpenAi } from '../support/fake-openai.js';
 import { JumpClock } from '../support/jump-clock.js';
-import { Timeline } from '../support/timeline.js';
-import { eventually, startTestVoice, type TestVoice } from '../support/voice.js';
+import { freePort } from '../support/net.js';
+import { connectRobot, eventually, startTestVoice, type TestVoice } from '../support/voice.js';
 
 const GREETING =
   '😊 Hello there, it is lovely to see you again today. I hope you are having a wonderful morning with lots of sunshine and good things.';
@@ -23,16 +19,6 @@ let audio: FakeOpenAi;
 let t: TestVoice;
 let bridge: Bridge;
 let clock: JumpClock;
-
-async function freePort(): Promise<number> {
-  return new Promise((resolve) => {
-    const server = createServer();
-    server.listen(0, '127.0.0.1', () => {
-      const { port } = server.address() as { port: number };
-      server.close(() => resolve(port));
-    });
-  });
-}
 
 beforeAll(async () => {
   models = await new FakeOpenAi().start();
@@ -52,26 +38,15 @@ beforeAll(async () => {
     bridge: { url: `http://127.0.0.1:${port}` },
     LLM: { TwoTier: { url: models.url } },
   });
-  bridge = await startBridge(
-    parseConfig({
-      ...shared,
-      data_dir: t.dataDir,
-      server: { bind_host: '127.0.0.1' },
-      bridge: { port, voice_url: t.httpUrl },
-    }),
-    silentLogger,
+  ({ bridge } = await startTestBridge(
+    { ...shared, bridge: { port, voice_url: t.httpUrl } },
     {
+      dataDir: t.dataDir,
       clock,
       consumers: { aborter: { graceMs: 1000 } },
-      agentCommand: [
-        process.execPath,
-        '--import',
-        import.meta.resolve('tsx'),
-        fileURLToPath(new URL('../../src/agent/main.ts', import.meta.url)),
-      ],
-      agentEnv: { AGENT_MODEL_URL: models.url, LOG_LEVEL: 'silent' },
+      agentEnv: { AGENT_MODEL_URL: models.url },
     },
-  );
+  ));
 }, 60_000);
 
 afterAll(async () => {
@@ -81,17 +56,8 @@ afterAll(async () => {
   await Promise.all([models?.close(), vlm?.close(), audio?.close()]);
 });
 
-async function connected(faceLostGraceMs = 2000): Promise<{ robot: VirtualRobot; timeline: Timeline }> {
-  const robot = t.robot({ faceLostGraceMs });
-  const timeline = new Timeline(robot);
-  await robot.start();
-  await eventually(() => {
-    const session = t.voice.registry.get(robot.deviceId);
-    return session && session.userTools.length > 0 && t.voice.conversationOf(session);
-  });
-  timeline.clear();
-  return { robot, timeline };
-}
+const connected = (faceLostGraceMs = 2000) =>
+  connectRobot(t, { robot: { faceLostGraceMs }, userTools: true });
 
 describe('face greeting', () => {
   it('a face appears → talk and a greeting; the face leaves → the greeting is aborted after the grace → idle', async () => {

@@ -4,8 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { VirtualRobot } from '../../src/device/robot.js';
 import type { BinaryVersion } from '../../src/protocol/index.js';
 import { FakeOpenAi } from '../support/fake-openai.js';
-import { Timeline } from '../support/timeline.js';
-import { eventually, startTestVoice, type TestVoice } from '../support/voice.js';
+import { connectRobot, eventually, startTestVoice, type TestVoice } from '../support/voice.js';
 
 const LONG_ANSWER =
   '😊 Here is a long answer. It has many sentences so that speaking it takes several seconds. ' +
@@ -25,19 +24,7 @@ afterAll(async () => {
   await model.close();
 });
 
-async function connected(
-  options: Parameters<TestVoice['robot']>[0] = {},
-): Promise<{ robot: VirtualRobot; timeline: Timeline }> {
-  const robot = t.robot(options);
-  const timeline = new Timeline(robot);
-  await robot.start();
-  await eventually(() => {
-    const session = t.voice.registry.get(robot.deviceId);
-    return session && t.voice.conversationOf(session);
-  });
-  timeline.clear();
-  return { robot, timeline };
-}
+const connected = (options: Parameters<TestVoice['robot']>[0] = {}) => connectRobot(t, { robot: options });
 
 const conversationOf = (robot: VirtualRobot) =>
   t.voice.conversationOf(t.voice.registry.get(robot.deviceId)!)!;

@@ -6,6 +6,7 @@ import { parseConfig } from '../../src/config/index.js';
 import { VirtualRobot, type VirtualRobotOptions } from '../../src/device/robot.js';
 import { silentLogger } from '../../src/util/log.js';
 import { startVoiceServer, type VoiceServer } from '../../src/voice/server.js';
+import { Timeline } from './timeline.js';
 
 export interface TestVoice {
   voice: VoiceServer;
@@ -58,4 +59,30 @@ export async function eventually<T>(
     if (Date.now() > deadline) throw new Error(`condition not met within ${timeoutMs} ms`);
     await new Promise((resolve) => setTimeout(resolve, 10));
   }
+}
+
+export interface ConnectOptions {
+  /** Options for the virtual robot. */
+  robot?: Partial<VirtualRobotOptions>;
+  /** Also wait until the voice server holds the device's MCP tools (a bridge or device tools in play). */
+  userTools?: boolean;
+}
+
+/**
+ * Starts a virtual robot on `t` and waits until the voice server holds its conversation (and, with
+ * `userTools`, its tools); the timeline is cleared of the handshake.
+ */
+export async function connectRobot(
+  t: TestVoice,
+  { robot: robotOptions = {}, userTools = false }: ConnectOptions = {},
+): Promise<{ robot: VirtualRobot; timeline: Timeline }> {
+  const robot = t.robot(robotOptions);
+  const timeline = new Timeline(robot);
+  await robot.start();
+  await eventually(() => {
+    const session = t.voice.registry.get(robot.deviceId);
+    return session && (!userTools || session.userTools.length > 0) && t.voice.conversationOf(session);
+  });
+  timeline.clear();
+  return { robot, timeline };
 }

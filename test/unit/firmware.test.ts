@@ -2,12 +2,12 @@
 // transitions", "Limits"): the Firmware class on a manual clock, with every perception event it emits
 // recorded. Expected colours and timings are written out here from SPEC, not read from src/robot/led.ts.
 import { describe, expect, it, vi } from 'vitest';
-import type { Clock } from '../../src/audio/pacer.js';
 import { Firmware, type FirmwareOptions } from '../../src/device/firmware.js';
 import type { DeviceMcpServer } from '../../src/device/mcp-server.js';
 import { VirtualRobot } from '../../src/device/robot.js';
 import { buildTools, type DeviceModel, initialModel } from '../../src/device/tools.js';
 import type { RobotState } from '../../src/robot/states.js';
+import { ManualClock } from '../support/fake-clock.js';
 
 type Rgb = [number, number, number];
 
@@ -24,59 +24,6 @@ const SMART: Rgb = [168, 80, 0];
 const REPAINT_MS = 200;
 const SECURITY_HALF_MS = 500;
 
-/** A manual clock: timers fire only when the test advances time, in due order (ties in creation order). */
-class FakeClock implements Clock {
-  private seq = 0;
-  private readonly timers = new Map<number, { at: number; callback: () => void }>();
-
-  constructor(public time = 0) {}
-
-  now(): number {
-    return this.time;
-  }
-
-  setTimer(callback: () => void, ms: number): unknown {
-    const id = ++this.seq;
-    this.timers.set(id, { at: this.time + Math.max(0, ms), callback });
-    return id;
-  }
-
-  clearTimer(handle: unknown): void {
-    this.timers.delete(handle as number);
-  }
-
-  get pendingTimers(): number {
-    return this.timers.size;
-  }
-
-  /** Moves time forward by `ms`, firing every timer that falls due on the way (including ones they set). */
-  advance(ms: number): void {
-    const end = this.time + ms;
-    for (;;) {
-      let nextId: number | undefined;
-      let nextAt = Number.POSITIVE_INFINITY;
-      for (const [id, timer] of this.timers) {
-        if (timer.at <= end && timer.at < nextAt) {
-          nextId = id;
-          nextAt = timer.at;
-        }
-      }
-      if (nextId === undefined) break;
-      const timer = this.timers.get(nextId)!;
-      this.timers.delete(nextId);
-      this.time = Math.max(this.time, timer.at);
-      timer.callback();
-    }
-    this.time = end;
-  }
-
-  /** Advances to `t0 + offset` (absolute, from a recorded start). */
-  advanceTo(at: number): void {
-    if (at < this.time) throw new Error(`clock is at ${this.time}, cannot go back to ${at}`);
-    this.advance(at - this.time);
-  }
-}
-
 interface Recorded {
   name: string;
   data: Record<string, unknown>;
@@ -90,7 +37,7 @@ function setup(
   options: Partial<Omit<FirmwareOptions, 'emit' | 'clock' | 'model'>> = {},
   model = initialModel(),
 ) {
-  const clock = new FakeClock(T0);
+  const clock = new ManualClock(T0);
   const events: Recorded[] = [];
   const openListening = vi.fn();
   const firmware = new Firmware({
@@ -617,7 +564,7 @@ describe('LED ring', () => {
   });
 
   it("the VirtualRobot's set_face_identified tool turns the pip green (tool time on the firmware clock)", async () => {
-    const clock = new FakeClock(T0);
+    const clock = new ManualClock(T0);
     const robot = new VirtualRobot({ otaUrl: 'http://127.0.0.1:9/', clock });
     try {
       robot.firmware.faceAppears();

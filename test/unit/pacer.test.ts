@@ -3,53 +3,8 @@
 // pacer must never get near that, however the producer bursts or pauses.
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { type Clock, Pacer, type PacerOptions } from '../../src/audio/pacer.js';
-
-/** A manual clock: timers fire only when the test advances time, in due order (ties in creation order). */
-class FakeClock implements Clock {
-  time = 0;
-  private seq = 0;
-  private readonly timers = new Map<number, { at: number; cb: () => void }>();
-
-  now(): number {
-    return this.time;
-  }
-
-  setTimer(callback: () => void, ms: number): unknown {
-    const id = ++this.seq;
-    this.timers.set(id, { at: this.time + Math.max(0, ms), cb: callback });
-    return id;
-  }
-
-  clearTimer(handle: unknown): void {
-    this.timers.delete(handle as number);
-  }
-
-  get pendingTimers(): number {
-    return this.timers.size;
-  }
-
-  /** Moves time forward by `ms`, firing every timer that falls due on the way (including ones they set). */
-  advance(ms: number): void {
-    const end = this.time + ms;
-    for (;;) {
-      let nextId: number | undefined;
-      let nextAt = Number.POSITIVE_INFINITY;
-      for (const [id, timer] of this.timers) {
-        if (timer.at <= end && timer.at < nextAt) {
-          nextId = id;
-          nextAt = timer.at;
-        }
-      }
-      if (nextId === undefined) break;
-      const timer = this.timers.get(nextId)!;
-      this.timers.delete(nextId);
-      this.time = Math.max(this.time, timer.at);
-      timer.cb();
-    }
-    this.time = end;
-  }
-}
+import { Pacer, type PacerOptions } from '../../src/audio/pacer.js';
+import { ManualClock } from '../support/fake-clock.js';
 
 /**
  * The device side: every packet received joins its playout queue, which plays one 60 ms frame at a time.
@@ -58,7 +13,7 @@ class FakeClock implements Clock {
 class DeviceModel {
   private playoutEnd = 0;
   maxAheadMs = 0;
-  constructor(private readonly clock: FakeClock) {}
+  constructor(private readonly clock: ManualClock) {}
   receive(): void {
     const now = this.clock.now();
     this.playoutEnd = Math.max(this.playoutEnd, now) + 60;
@@ -76,7 +31,7 @@ class DeviceModel {
 type LogEntry = { what: string; replyId: number; at: number };
 
 function setup(options: Partial<PacerOptions> = {}) {
-  const clock = new FakeClock();
+  const clock = new ManualClock();
   const device = new DeviceModel(clock);
   const log: LogEntry[] = [];
   const pacer = new Pacer({

@@ -2,7 +2,6 @@
 // subscribe to. Times are epoch ms on a fake clock; local hours come from real local dates.
 import { afterEach, describe, expect, it } from 'vitest';
 import {
-  type Clock,
   type ConsumerDeps,
   FaceGreeter,
   FaceIdentifiedRefresher,
@@ -16,52 +15,7 @@ import {
 import { DeviceStateStore } from '../../src/bridge/perception/device-state.js';
 import { createPerception, PerceptionBus, type PerceptionEvent } from '../../src/bridge/perception/index.js';
 import type { RobotState } from '../../src/robot/states.js';
-
-/** A manual scheduler: timers fire only when the test advances time, in due order (ties in creation order). */
-class FakeClock implements Clock {
-  private seq = 0;
-  private readonly timers = new Map<number, { at: number; cb: () => void }>();
-
-  constructor(public time: number) {}
-
-  now(): number {
-    return this.time;
-  }
-
-  setTimer(callback: () => void, ms: number): unknown {
-    const id = ++this.seq;
-    this.timers.set(id, { at: this.time + Math.max(0, ms), cb: callback });
-    return id;
-  }
-
-  clearTimer(handle: unknown): void {
-    this.timers.delete(handle as number);
-  }
-
-  get pendingTimers(): number {
-    return this.timers.size;
-  }
-
-  advance(ms: number): void {
-    const end = this.time + ms;
-    for (;;) {
-      let nextId: number | undefined;
-      let nextAt = Number.POSITIVE_INFINITY;
-      for (const [id, timer] of this.timers) {
-        if (timer.at <= end && timer.at < nextAt) {
-          nextId = id;
-          nextAt = timer.at;
-        }
-      }
-      if (nextId === undefined) break;
-      const timer = this.timers.get(nextId)!;
-      this.timers.delete(nextId);
-      this.time = Math.max(this.time, timer.at);
-      timer.cb();
-    }
-    this.time = end;
-  }
-}
+import { ManualClock } from '../support/fake-clock.js';
 
 interface Call {
   action: keyof VoiceActions;
@@ -71,7 +25,7 @@ interface Call {
 }
 
 /** Records every voice call with the fake time it was made at. */
-function recorder(clock: FakeClock) {
+function recorder(clock: ManualClock) {
   const calls: Call[] = [];
   const record =
     (action: keyof VoiceActions) =>
@@ -99,7 +53,7 @@ function ev(name: string, device = 'dev-a', data: Record<string, unknown> = {}):
 }
 
 function setup(start = local(12)) {
-  const clock = new FakeClock(start);
+  const clock = new ManualClock(start);
   const rec = recorder(clock);
   const states = new Map<string, RobotState>();
   const deps: ConsumerDeps = {
@@ -511,7 +465,7 @@ describe('perception bus', () => {
 
 describe('wired together', () => {
   it('state_changed reaches the device state before consumers read it; stop() leaves no timers', async () => {
-    const clock = new FakeClock(local(12));
+    const clock = new ManualClock(local(12));
     const rec = recorder(clock);
     const perception = createPerception({ voice: rec.voice, clock, consumers: { greeter: { text: 'Hi!' } } });
     perception.ingest(ev('state_changed', 'dev-a', { from: 'idle', to: 'security', reason: 'voice' }));
@@ -536,7 +490,7 @@ describe('wired together', () => {
   });
 
   it('startConsumers subscribes all six and stop() unsubscribes them', () => {
-    const clock = new FakeClock(local(12));
+    const clock = new ManualClock(local(12));
     const bus = new PerceptionBus();
     const consumers = startConsumers(bus, {
       clock,

@@ -1,45 +1,12 @@
 // The dashboard's server-sent event hub: framing, heartbeat, client cap and the slow-client drop, on a fake
 // response object and a hand-driven clock; then the perception routes on a real fastify app.
 import { afterEach, describe, expect, it } from 'vitest';
-import type { Clock } from '../../src/audio/pacer.js';
 import { createPerception, type Perception } from '../../src/bridge/perception/index.js';
 import { registerPerceptionRoutes } from '../../src/bridge/perception/routes.js';
 import { formatSseEvent, SseHub, type SseStream } from '../../src/bridge/perception/sse.js';
 import { createHttpApp } from '../../src/util/http-app.js';
 import { silentLogger } from '../../src/util/log.js';
-
-class FakeClock implements Clock {
-  time = 0;
-  private seq = 0;
-  private readonly timers = new Map<number, { at: number; cb: () => void }>();
-  now(): number {
-    return this.time;
-  }
-  setTimer(callback: () => void, ms: number): unknown {
-    const id = ++this.seq;
-    this.timers.set(id, { at: this.time + ms, cb: callback });
-    return id;
-  }
-  clearTimer(handle: unknown): void {
-    this.timers.delete(handle as number);
-  }
-  get pendingTimers(): number {
-    return this.timers.size;
-  }
-  advance(ms: number): void {
-    const end = this.time + ms;
-    for (;;) {
-      const due = [...this.timers.entries()]
-        .filter(([, t]) => t.at <= end)
-        .sort((a, b) => a[1].at - b[1].at)[0];
-      if (!due) break;
-      this.timers.delete(due[0]);
-      this.time = due[1].at;
-      due[1].cb();
-    }
-    this.time = end;
-  }
-}
+import { ManualClock } from '../support/fake-clock.js';
 
 /**
  * A response whose socket flushes at once (`fast`) or never (`stalled`): a stalled one keeps everything in
@@ -93,7 +60,7 @@ class FakeResponse implements SseStream {
 
 describe('SSE hub', () => {
   it('writes event-stream headers, a retry hint and frames as `event:`/`data:` blocks', () => {
-    const clock = new FakeClock();
+    const clock = new ManualClock();
     const hub = new SseHub({ clock, welcome: () => [{ event: 'snapshot', data: { devices: [] } }] });
     const reply = {
       raw: new FakeResponse(),
@@ -123,7 +90,7 @@ describe('SSE hub', () => {
   });
 
   it('sends a heartbeat comment every 15 s, only while a client is attached', () => {
-    const clock = new FakeClock();
+    const clock = new ManualClock();
     const hub = new SseHub({ clock });
     expect(clock.pendingTimers).toBe(0);
     const res = new FakeResponse();
@@ -140,7 +107,7 @@ describe('SSE hub', () => {
   });
 
   it('drops a client that stops reading instead of buffering for it; the others keep receiving', () => {
-    const clock = new FakeClock();
+    const clock = new ManualClock();
     const hub = new SseHub({ clock, maxBufferedBytes: 4096 });
     const slow = new FakeResponse(true);
     const fast = new FakeResponse();
@@ -158,7 +125,7 @@ describe('SSE hub', () => {
   });
 
   it('a client that catches up (drain) is kept', () => {
-    const hub = new SseHub({ clock: new FakeClock(), maxBufferedBytes: 4096 });
+    const hub = new SseHub({ clock: new ManualClock(), maxBufferedBytes: 4096 });
     const res = new FakeResponse(true);
     hub.attach(res);
     for (let i = 0; i < 100; i++) {
@@ -174,7 +141,7 @@ describe('SSE hub', () => {
   });
 
   it('refuses clients past the cap with 503 in the error shape', () => {
-    const hub = new SseHub({ clock: new FakeClock(), maxClients: 2 });
+    const hub = new SseHub({ clock: new ManualClock(), maxClients: 2 });
     expect(hub.attach(new FakeResponse())).not.toBeNull();
     expect(hub.attach(new FakeResponse())).not.toBeNull();
     const third = new FakeResponse();

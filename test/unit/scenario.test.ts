@@ -1,7 +1,6 @@
 // Scenarios for the virtual robot: parseScenario's validation, and runScenario driving a VirtualRobot that is
 // not connected (its perception events are counted in stats.eventsDropped instead of sent) on a manual clock.
 import { afterEach, describe, expect, it } from 'vitest';
-import type { Clock } from '../../src/audio/pacer.js';
 import { VirtualRobot } from '../../src/device/robot.js';
 import {
   MAX_SCENARIO_MS,
@@ -11,57 +10,7 @@ import {
   ScenarioError,
   type ScenarioStep,
 } from '../../src/device/scenario.js';
-
-/** A manual clock: timers fire only when the test advances time, in due order (ties in creation order). */
-class FakeClock implements Clock {
-  private seq = 0;
-  private readonly timers = new Map<number, { at: number; callback: () => void }>();
-
-  constructor(public time = 0) {}
-
-  now(): number {
-    return this.time;
-  }
-
-  setTimer(callback: () => void, ms: number): unknown {
-    const id = ++this.seq;
-    this.timers.set(id, { at: this.time + Math.max(0, ms), callback });
-    return id;
-  }
-
-  clearTimer(handle: unknown): void {
-    this.timers.delete(handle as number);
-  }
-
-  get pendingTimers(): number {
-    return this.timers.size;
-  }
-
-  advance(ms: number): void {
-    const end = this.time + ms;
-    for (;;) {
-      let nextId: number | undefined;
-      let nextAt = Number.POSITIVE_INFINITY;
-      for (const [id, timer] of this.timers) {
-        if (timer.at <= end && timer.at < nextAt) {
-          nextId = id;
-          nextAt = timer.at;
-        }
-      }
-      if (nextId === undefined) break;
-      const timer = this.timers.get(nextId)!;
-      this.timers.delete(nextId);
-      this.time = Math.max(this.time, timer.at);
-      timer.callback();
-    }
-    this.time = end;
-  }
-
-  advanceTo(at: number): void {
-    if (at < this.time) throw new Error(`clock is at ${this.time}, cannot go back to ${at}`);
-    this.advance(at - this.time);
-  }
-}
+import { ManualClock } from '../support/fake-clock.js';
 
 /** Lets promise callbacks run (runScenario settles through them). */
 const flush = () => new Promise<void>((resolve) => setImmediate(resolve));
@@ -82,7 +31,7 @@ const GRACE_MS = 300;
 const robots: VirtualRobot[] = [];
 
 function makeRobot() {
-  const clock = new FakeClock(T0);
+  const clock = new ManualClock(T0);
   const robot = new VirtualRobot({ otaUrl: 'http://127.0.0.1:9/', clock, faceLostGraceMs: GRACE_MS });
   robots.push(robot);
   return { robot, clock };

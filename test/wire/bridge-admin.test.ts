@@ -4,18 +4,8 @@
 // OpenAI-compatible server).
 import { type ChildProcess, spawn } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import {
-  existsSync,
-  mkdtempSync,
-  readdirSync,
-  readFileSync,
-  rmSync,
-  utimesSync,
-  writeFileSync,
-} from 'node:fs';
+import { existsSync, readdirSync, readFileSync, utimesSync, writeFileSync } from 'node:fs';
 import { createServer as createHttpServer, type Server } from 'node:http';
-import { createServer as createNetServer } from 'node:net';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import type { FastifyInstance } from 'fastify';
@@ -24,91 +14,37 @@ import { MemoryStore } from '../../src/agent/memory.js';
 import { PERSONA_FILES, seedWorkspace } from '../../src/agent/workspace.js';
 import { AllowList, DEFAULT_ALLOWED_TOOLS } from '../../src/bridge/allow-list.js';
 import { registerAdminRoutes } from '../../src/bridge/routes-admin.js';
-import { type Bridge, startBridge } from '../../src/bridge/server.js';
 import { TogglesStore } from '../../src/bridge/toggles-store.js';
 import { VoiceClient } from '../../src/bridge/voice-client.js';
-import { parseConfig } from '../../src/config/index.js';
 import { createHttpApp } from '../../src/util/http-app.js';
 import { silentLogger } from '../../src/util/log.js';
+import {
+  DEAD_AGENT,
+  EMBEDDED_AGENT,
+  type RunningBridge,
+  TestBridges,
+  TSX_LOADER,
+} from '../support/bridge.js';
 import { FakeOpenAi } from '../support/fake-openai.js';
+import {
+  eventuallyOk,
+  expectErrorShape,
+  healthy,
+  parseOrUndefined,
+  post,
+  type Reply,
+  request,
+} from '../support/http.js';
+import { freePort } from '../support/net.js';
 
 // ---- helpers -------------------------------------------------------------------------------------------------
 
-const AGENT_MAIN = fileURLToPath(new URL('../../src/agent/main.ts', import.meta.url));
 const ATOMIC_FILE = fileURLToPath(new URL('../../src/util/atomic-file.ts', import.meta.url));
-const TSX = import.meta.resolve('tsx');
-/** The embedded agent as a child: absolute paths, because it runs with its workspace as cwd. */
-const EMBEDDED_AGENT = [process.execPath, '--import', TSX, AGENT_MAIN];
-/** An agent runtime that is down (exits at once). */
-const DEAD_AGENT = [process.execPath, '-e', 'process.exit(1)'];
 
-const tempDirs: string[] = [];
-function tempDir(): string {
-  const dir = mkdtempSync(join(tmpdir(), 'deskbot-bridge-admin-'));
-  tempDirs.push(dir);
-  return dir;
-}
-
-async function closedPort(): Promise<number> {
-  return new Promise((resolve) => {
-    const server = createNetServer();
-    server.listen(0, '127.0.0.1', () => {
-      const { port } = server.address() as { port: number };
-      server.close(() => resolve(port));
-    });
-  });
-}
-
-async function eventually<T>(
-  check: () => Promise<T | undefined | null | false>,
-  timeoutMs: number,
-): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await check().catch(() => undefined);
-    if (value) return value;
-    if (Date.now() > deadline) throw new Error(`condition not met within ${timeoutMs} ms`);
-    await new Promise((resolve) => setTimeout(resolve, 50));
-  }
-}
-
-interface Reply {
-  status: number;
-  text: string;
-  json: any;
-}
-
-async function request(base: string, method: string, path: string, body?: unknown): Promise<Reply> {
-  const response = await fetch(`${base}${path}`, {
-    method,
-    ...(body === undefined
-      ? {}
-      : {
-          headers: { 'content-type': 'application/json' },
-          body: typeof body === 'string' ? body : JSON.stringify(body),
-        }),
-    signal: AbortSignal.timeout(60_000),
-  });
-  const text = await response.text();
-  let json: any;
-  try {
-    json = JSON.parse(text);
-  } catch {
-    json = undefined;
-  }
-  return { status: response.status, text, json };
-}
-
-const post = (base: string, path: string, body: unknown) => request(base, 'POST', path, body);
-
-function expectErrorShape(reply: Reply, status: number | ((status: number) => boolean), code?: string): void {
-  if (typeof status === 'number') expect(reply.status, reply.text).toBe(status);
-  else expect(status(reply.status), `status ${reply.status}: ${reply.text}`).toBe(true);
-  expect(reply.json, reply.text).toEqual({
-    error: { code: code ?? expect.stringMatching(/^[a-z][a-z0-9_]*$/), message: expect.any(String) },
-  });
-  expect(reply.text).not.toMatch(/\n\s+at\s|node:internal|node_modules|\.ts:\d+:\d+|\.js:\d+:\d+/);
-}
+const bridges = new TestBridges('deskbot-bridge-admin-');
+const tempDir = () => bridges.tempDir();
+const bridgeWith = (...args: Parameters<TestBridges['start']>) => bridges.start(...args);
+const stop = (running: RunningBridge) => bridges.stop(running);
 
 const readJson = (path: string) => JSON.parse(readFileSync(path, 'utf8'));
 const bytesOf = (path: string) => (existsSync(path) ? readFileSync(path) : null);
@@ -140,48 +76,6 @@ async function recordingVoice(): Promise<{
   };
 }
 
-interface RunningBridge {
-  bridge: Bridge;
-  url: string;
-  dataDir: string;
-  workspace: string;
-  state: (file: string) => string;
-}
-
-const started = new Set<Bridge>();
-
-async function bridgeWith(
-  raw: Record<string, unknown>,
-  agentCommand: string[],
-  agentEnv: Record<string, string> = {},
-  dataDir = tempDir(),
-): Promise<RunningBridge> {
-  const { bridge: bridgeRaw, ...rest } = raw as { bridge?: Record<string, unknown> };
-  const bridge = await startBridge(
-    parseConfig({
-      ...rest,
-      data_dir: dataDir,
-      server: { bind_host: '127.0.0.1' },
-      bridge: { port: 0, voice_url: `http://127.0.0.1:${await closedPort()}`, ...bridgeRaw },
-    }),
-    silentLogger,
-    { agentCommand, agentEnv: { LOG_LEVEL: 'silent', ...agentEnv } },
-  );
-  started.add(bridge);
-  return {
-    bridge,
-    url: `http://127.0.0.1:${bridge.port}`,
-    dataDir,
-    workspace: join(dataDir, 'workspace'),
-    state: (file) => join(dataDir, 'state', file),
-  };
-}
-
-async function stop(running: RunningBridge): Promise<void> {
-  started.delete(running.bridge);
-  await running.bridge.close();
-}
-
 // ---- 1. the loopback rule, on the admin routes alone -----------------------------------------------------------
 
 describe('loopback only: every admin route, peer address set through inject', () => {
@@ -199,7 +93,7 @@ describe('loopback only: every admin route, peer address set through inject', ()
     app = createHttpApp({ logger: silentLogger });
     registerAdminRoutes(app, {
       toggles: new TogglesStore(dataDir),
-      voice: new VoiceClient(`http://127.0.0.1:${await closedPort()}`),
+      voice: new VoiceClient(`http://127.0.0.1:${await freePort()}`),
       workspaceDir: workspace,
       memory: () => (memory ??= MemoryStore.open(workspace)),
       allowList: new AllowList(dataDir, silentLogger),
@@ -252,15 +146,11 @@ describe('loopback only: every admin route, peer address set through inject', ()
       remoteAddress,
     });
 
-  const asReply = (res: { statusCode: number; body: string }): Reply => {
-    let json: any;
-    try {
-      json = JSON.parse(res.body);
-    } catch {
-      json = undefined;
-    }
-    return { status: res.statusCode, text: res.body, json };
-  };
+  const asReply = (res: { statusCode: number; body: string }): Reply => ({
+    status: res.statusCode,
+    text: res.body,
+    json: parseOrUndefined(res.body),
+  });
 
   it.each(ROUTES.map((r) => [`${r.method} ${r.url}`, r] as const))(
     '%s from 192.168.7.20 → 403 forbidden, also with X-Forwarded-For / X-Real-IP / Forwarded saying 127.0.0.1',
@@ -338,7 +228,7 @@ const lastAgentRequest = () => models.chatRequests().at(-1)!;
 
 /** Sends a robot-channel message and returns the model request the agent made for it. */
 async function agentTurn(running: RunningBridge, words: string): Promise<any> {
-  await eventually(async () => (await fetch(`${running.url}/health`)).ok, 30_000);
+  await healthy(running.url, 30_000);
   const before = models.chatRequests().length;
   const reply = await post(running.url, '/api/message', { content: words, channel: 'deskbot' });
   expect(reply.status, reply.text).toBe(200);
@@ -353,13 +243,12 @@ beforeAll(async () => {
     bridgeWith(AGENT_CONFIG, EMBEDDED_AGENT, { AGENT_MODEL_URL: models.url }),
     bridgeWith({}, DEAD_AGENT),
   ]);
-  await eventually(async () => (await fetch(`${admin.url}/health`)).ok, 30_000);
+  await healthy(admin.url, 30_000);
 }, 60_000);
 
 afterAll(async () => {
-  await Promise.all([...started].map((bridge) => bridge.close()));
+  await bridges.closeAll();
   await models?.close();
-  for (const dir of tempDirs) rmSync(dir, { recursive: true, force: true });
 }, 30_000);
 
 describe('/admin/kid-mode', () => {
@@ -470,7 +359,7 @@ describe('/admin/smart-mode', () => {
 describe('/admin/model', () => {
   it('daemon agent: the runtime restarts on the new model, and state/models.json records it', async () => {
     const before = admin.bridge.agent();
-    await eventually(async () => (await fetch(`${admin.url}/health`)).ok, 30_000);
+    await healthy(admin.url, 30_000);
     const reply = await post(admin.url, '/admin/model', { daemon: 'agent', model: 'model-x-test' });
     expect(reply.status, reply.text).toBe(200);
     expect(reply.json).toEqual({ ok: true, daemon: 'agent', model: 'model-x-test' });
@@ -635,7 +524,7 @@ for (let i = 0; ; i++) {
 
     const seen: string[] = [];
     for (let round = 0; round < 5; round++) {
-      const child: ChildProcess = spawn(process.execPath, ['--import', TSX, script, target], {
+      const child: ChildProcess = spawn(process.execPath, ['--import', TSX_LOADER, script, target], {
         stdio: ['ignore', 'pipe', 'pipe'],
       });
       let out = '';
@@ -648,7 +537,7 @@ for (let i = 0; ; i++) {
       });
       const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
       try {
-        await eventually(async () => out.includes('w0') || child.exitCode !== null, 20_000);
+        await eventuallyOk(async () => out.includes('w0') || child.exitCode !== null, 20_000);
         expect(child.exitCode, err).toBeNull();
         await new Promise((resolve) => setTimeout(resolve, Math.floor(Math.random() * 1500)));
       } finally {

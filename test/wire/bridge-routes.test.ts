@@ -2,7 +2,7 @@
 // "Errors"; DESIGN §2/§3): the agent-path message routes against the REAL embedded agent (a child process
 // whose model is a scripted OpenAI-compatible server), the escalation tools, the memory side channel, the
 // error shape of every POST route, /health, and the /v1 pass-through to the local router.
-import { appendFileSync, existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { appendFileSync, existsSync, readFileSync } from 'node:fs';
 import {
   createServer as createHttpServer,
   type IncomingMessage,
@@ -10,104 +10,24 @@ import {
   type ServerResponse,
 } from 'node:http';
 import { createServer as createNetServer, type Server as NetServer, type Socket } from 'node:net';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { localDate } from '../../src/agent/memory.js';
 import { AGENT_FALLBACK_REPLY } from '../../src/bridge/message-rules.js';
-import { type Bridge, startBridge } from '../../src/bridge/server.js';
-import { parseConfig } from '../../src/config/index.js';
-import { silentLogger } from '../../src/util/log.js';
+import { DEAD_AGENT, EMBEDDED_AGENT, type RunningBridge, TestBridges } from '../support/bridge.js';
 import { FakeOpenAi } from '../support/fake-openai.js';
+import { expectErrorShape, healthy, post, request } from '../support/http.js';
+import { freePort } from '../support/net.js';
 
 // ---- helpers -------------------------------------------------------------------------------------------------
 
 const NINE = ['😊', '😆', '😢', '😮', '🤔', '😠', '😐', '😍', '😴'];
-/** The embedded agent as a child: absolute paths, because it runs with its workspace as cwd. */
-const EMBEDDED_AGENT = [
-  process.execPath,
-  '--import',
-  import.meta.resolve('tsx'),
-  fileURLToPath(new URL('../../src/agent/main.ts', import.meta.url)),
-];
-/** An "agent" that exits at once: the agent runtime is down (and stays down through every respawn). */
-const DEAD_AGENT = [process.execPath, '-e', 'process.exit(1)'];
-
-const tempDirs: string[] = [];
-function tempDir(): string {
-  const dir = mkdtempSync(join(tmpdir(), 'deskbot-bridge-routes-'));
-  tempDirs.push(dir);
-  return dir;
-}
-
-/** A port nothing listens on (taken, then released). */
-async function closedPort(): Promise<number> {
-  return new Promise((resolve) => {
-    const server = createNetServer();
-    server.listen(0, '127.0.0.1', () => {
-      const { port } = server.address() as { port: number };
-      server.close(() => resolve(port));
-    });
-  });
-}
-
-async function eventually<T>(
-  check: () => Promise<T | undefined | null | false>,
-  timeoutMs: number,
-): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await check().catch(() => undefined);
-    if (value) return value;
-    if (Date.now() > deadline) throw new Error(`condition not met within ${timeoutMs} ms`);
-    await new Promise((resolve) => setTimeout(resolve, 50));
-  }
-}
-
-interface Reply {
-  status: number;
-  headers: Headers;
-  text: string;
-  json: any;
-}
-
-async function request(base: string, method: string, path: string, body?: unknown): Promise<Reply> {
-  const response = await fetch(`${base}${path}`, {
-    method,
-    ...(body === undefined
-      ? {}
-      : {
-          headers: { 'content-type': 'application/json' },
-          body: typeof body === 'string' ? body : JSON.stringify(body),
-        }),
-    signal: AbortSignal.timeout(60_000),
-  });
-  const text = await response.text();
-  let json: any;
-  try {
-    json = JSON.parse(text);
-  } catch {
-    json = undefined;
-  }
-  return { status: response.status, headers: response.headers, text, json };
-}
-
-const post = (base: string, path: string, body: unknown) => request(base, 'POST', path, body);
-
-/** The DESIGN §2 error shape, with no stack trace anywhere in the body. */
-function expectErrorShape(reply: Reply, status: number, code?: string): void {
-  expect(reply.status, reply.text).toBe(status);
-  expect(reply.json, reply.text).toEqual({
-    error: { code: code ?? expect.stringMatching(/^[a-z][a-z0-9_]*$/), message: expect.any(String) },
-  });
-  expect(reply.json.error.message.length).toBeGreaterThan(0);
-  expectNoStack(reply.text);
-}
-
-function expectNoStack(text: string): void {
-  expect(text).not.toMatch(/\n\s+at\s|node:internal|node_modules|\.ts:\d+:\d+|\.js:\d+:\d+/);
-}
+const bridges = new TestBridges('deskbot-bridge-routes-');
+const bridgeWith = (
+  raw: Record<string, unknown>,
+  agentCommand: readonly string[],
+  agentEnv?: Record<string, string>,
+) => bridges.start(raw, agentCommand, agentEnv);
 
 /** NDJSON lines of a streaming reply, each with the time it arrived. */
 async function streamLines(
@@ -200,36 +120,8 @@ async function silentServer(): Promise<{ url: string; close: () => Promise<void>
   };
 }
 
-interface RunningBridge {
-  bridge: Bridge;
-  url: string;
-  dataDir: string;
-}
-
-async function bridgeWith(
-  raw: Record<string, unknown>,
-  agentCommand: string[],
-  agentEnv: Record<string, string> = {},
-): Promise<RunningBridge> {
-  const dataDir = tempDir();
-  const { bridge: bridgeRaw, ...rest } = raw as { bridge?: Record<string, unknown> };
-  const bridge = await startBridge(
-    parseConfig({
-      ...rest,
-      data_dir: dataDir,
-      server: { bind_host: '127.0.0.1' },
-      bridge: { port: 0, ...bridgeRaw },
-    }),
-    silentLogger,
-    { agentCommand, agentEnv: { LOG_LEVEL: 'silent', ...agentEnv } },
-  );
-  started.push(bridge);
-  return { bridge, url: `http://127.0.0.1:${bridge.port}`, dataDir };
-}
-
 // ---- the fixtures --------------------------------------------------------------------------------------------
 
-const started: Bridge[] = [];
 let models: FakeOpenAi; // the embedded agent's model
 let router: FakeOpenAi; // the local model router
 let voice: FakeVoice;
@@ -259,12 +151,12 @@ beforeAll(async () => {
   [main, two, down, upstream, vision] = await Promise.all([
     bridgeWith({ bridge: { voice_url: voice.url } }, EMBEDDED_AGENT, agentEnv),
     bridgeWith(
-      { bridge: { voice_url: `http://127.0.0.1:${await closedPort()}`, max_sentences: 2 } },
+      { bridge: { voice_url: `http://127.0.0.1:${await freePort()}`, max_sentences: 2 } },
       EMBEDDED_AGENT,
       agentEnv,
     ),
     bridgeWith(
-      { bridge: { voice_url: `http://127.0.0.1:${await closedPort()}` }, agent: { turn_timeout: 2 } },
+      { bridge: { voice_url: `http://127.0.0.1:${await freePort()}` }, agent: { turn_timeout: 2 } },
       DEAD_AGENT,
     ),
     bridgeWith(
@@ -276,17 +168,16 @@ beforeAll(async () => {
     ),
     bridgeWith({ bridge: { voice_url: voice.url }, cloud: { api_key: 'test-cloud-key' } }, DEAD_AGENT),
   ]);
-  await eventually(async () => (await fetch(`${main.url}/health`)).ok, 30_000);
-  await eventually(async () => (await fetch(`${two.url}/health`)).ok, 30_000);
+  await healthy(main.url, 30_000);
+  await healthy(two.url, 30_000);
 }, 90_000);
 
 afterAll(async () => {
-  await Promise.all(started.map((bridge) => bridge.close()));
+  await bridges.closeAll();
   await models?.close();
   await router?.close();
   await voice?.close();
   await silent?.close();
-  for (const dir of tempDirs) rmSync(dir, { recursive: true, force: true });
 }, 30_000);
 
 // ---- /api/message --------------------------------------------------------------------------------------------

@@ -1,10 +1,10 @@
 // The shipped command line: `deskbot start` brings the services up and `deskbot robot` connects to them.
 import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
+import { freePort } from '../support/net.js';
 
 const BIN = join(import.meta.dirname, '..', '..', 'bin', 'deskbot.js');
 const children: ChildProcess[] = [];
@@ -14,16 +14,6 @@ afterAll(() => {
   for (const child of children) child.kill('SIGKILL');
   for (const dir of dirs) rmSync(dir, { recursive: true, force: true });
 });
-
-async function freePort(): Promise<number> {
-  return new Promise((resolve) => {
-    const server = createServer();
-    server.listen(0, '127.0.0.1', () => {
-      const { port } = server.address() as { port: number };
-      server.close(() => resolve(port));
-    });
-  });
-}
 
 function run(args: string[], env: Record<string, string> = {}) {
   return spawnSync(process.execPath, [BIN, ...args], {
