@@ -6,7 +6,7 @@ import type { MemoryStore } from '../agent/memory.js';
 import { PERSONA_FILES } from '../agent/workspace.js';
 import { ROBOT_STATES } from '../robot/states.js';
 import { writeFileAtomic } from '../util/atomic-file.js';
-import { HttpError } from '../util/http-error.js';
+import { HttpError, parseBody } from '../util/http-error.js';
 import type { AllowList } from './allow-list.js';
 import { loopbackOnly } from './loopback.js';
 import type { TogglesStore } from './toggles-store.js';
@@ -40,17 +40,6 @@ const schemas = {
   state: z.object({ state: z.enum(ROBOT_STATES), device_id: deviceId }),
 };
 
-function parse<T>(schema: z.ZodType<T>, body: unknown): T {
-  const result = schema.safeParse(body ?? {});
-  if (result.success) return result.data;
-  const issue = result.error.issues[0];
-  throw new HttpError(
-    400,
-    'invalid_body',
-    `${issue?.path.join('.') || 'body'}: ${issue?.message ?? 'invalid'}`,
-  );
-}
-
 export function registerAdminRoutes(app: FastifyInstance, options: AdminRouteOptions): void {
   // Every /admin path, routed or not and whatever the method, is refused to non-loopback peers (no 404 that
   // would tell an outsider which admin routes exist).
@@ -73,13 +62,13 @@ export function registerAdminRoutes(app: FastifyInstance, options: AdminRouteOpt
     };
 
     admin.post('/admin/kid-mode', async (request) => {
-      const body = parse(schemas.toggle, request.body);
+      const body = parseBody(schemas.toggle, request.body);
       const toggles = await options.toggles.set('kid_mode', body.enabled);
       return { ok: true, toggles, ...(await pushPip('kid_mode', body.enabled, body.device_id)) };
     });
 
     admin.post('/admin/smart-mode', async (request) => {
-      const body = parse(schemas.toggle, request.body);
+      const body = parseBody(schemas.toggle, request.body);
       if (body.enabled && !options.cloudKeyPresent()) {
         throw new HttpError(
           409,
@@ -102,7 +91,7 @@ export function registerAdminRoutes(app: FastifyInstance, options: AdminRouteOpt
     });
 
     admin.post('/admin/persona', async (request) => {
-      const body = parse(schemas.persona, request.body);
+      const body = parseBody(schemas.persona, request.body);
       if (!(PERSONA_FILES as readonly string[]).includes(body.file)) {
         throw new HttpError(400, 'unknown_persona_file', `file must be one of ${PERSONA_FILES.join(', ')}`);
       }
@@ -112,7 +101,7 @@ export function registerAdminRoutes(app: FastifyInstance, options: AdminRouteOpt
     });
 
     admin.post('/admin/model', async (request) => {
-      const body = parse(schemas.model, request.body);
+      const body = parseBody(schemas.model, request.body);
       if (body.daemon === 'voice') {
         const endpoint = options.voiceEndpoint(options.toggles.get().smart_mode);
         try {
@@ -135,13 +124,13 @@ export function registerAdminRoutes(app: FastifyInstance, options: AdminRouteOpt
 
     admin.get('/admin/safety', async () => ({ tools: options.allowList.list() }));
     admin.post('/admin/safety', async (request) => {
-      const body = parse(schemas.safety, request.body);
+      const body = parseBody(schemas.safety, request.body);
       const tools = await options.allowList.apply(body.action, body.tool);
       return { ok: true, tools };
     });
 
     admin.post('/admin/state', async (request) => {
-      const body = parse(schemas.state, request.body);
+      const body = parseBody(schemas.state, request.body);
       try {
         return await options.voice.post('set-state', {
           state: body.state,

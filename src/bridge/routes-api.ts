@@ -3,7 +3,7 @@ import type { FastifyInstance } from 'fastify';
 import { z } from 'zod';
 import type { MemoryStore } from '../agent/memory.js';
 import { ESCALATION_TOOLS } from '../providers/llm/tools.js';
-import { HttpError } from '../util/http-error.js';
+import { HttpError, parseBody } from '../util/http-error.js';
 import type { AcpClient } from './acp-client.js';
 import { type EscalationDeps, escalate } from './escalation.js';
 import {
@@ -40,17 +40,6 @@ const schemas = {
   memoryLog: z.object({ user: text(8000), assistant: text(8000), session_id: text(200) }),
 };
 
-function parse<T>(schema: z.ZodType<T>, body: unknown): T {
-  const result = schema.safeParse(body ?? {});
-  if (result.success) return result.data;
-  const issue = result.error.issues[0];
-  throw new HttpError(
-    400,
-    'invalid_body',
-    `${issue?.path.join('.') || 'body'}: ${issue?.message ?? 'invalid'}`,
-  );
-}
-
 export function registerApiRoutes(app: FastifyInstance, options: ApiRouteOptions): void {
   /** The agent's input: the robot channel gets the instruction sandwich (kid rules in kid mode); others pass raw. */
   const agentInput = (body: z.infer<typeof schemas.message>) =>
@@ -59,7 +48,7 @@ export function registerApiRoutes(app: FastifyInstance, options: ApiRouteOptions
     body.session_id || `channel:${body.channel}`;
 
   app.post('/api/message', async (request) => {
-    const body = parse(schemas.message, request.body);
+    const body = parseBody(schemas.message, request.body);
     try {
       const { text: reply } = await options.agent().prompt(conversation(body), agentInput(body));
       return { response: finishReply(reply, options.maxSentences) };
@@ -70,7 +59,7 @@ export function registerApiRoutes(app: FastifyInstance, options: ApiRouteOptions
   });
 
   app.post('/api/message/stream', async (request, reply) => {
-    const body = parse(schemas.message, request.body);
+    const body = parseBody(schemas.message, request.body);
     await streamSentences(
       reply,
       { maxSentences: options.maxSentences, fallback: AGENT_FALLBACK_REPLY, logger: request.log },
@@ -81,19 +70,19 @@ export function registerApiRoutes(app: FastifyInstance, options: ApiRouteOptions
   });
 
   app.post('/api/voice/escalate', async (request) => {
-    const body = parse(schemas.escalate, request.body);
+    const body = parseBody(schemas.escalate, request.body);
     request.log.info({ tool: body.tool, session: body.session_id }, 'escalation');
     return { result: await escalate(body.tool, body.args, options.escalation) };
   });
 
   app.post('/api/voice/remember', async (request) => {
-    const body = parse(schemas.remember, request.body);
+    const body = parseBody(schemas.remember, request.body);
     await (await options.memory()).remember(body.fact, { sessionId: body.session_id });
     return { ok: true };
   });
 
   app.post('/api/voice/memory_log', async (request) => {
-    const body = parse(schemas.memoryLog, request.body);
+    const body = parseBody(schemas.memoryLog, request.body);
     await (await options.memory()).logTurn(body.user, body.assistant, { sessionId: body.session_id });
     return { ok: true };
   });

@@ -39,3 +39,21 @@ export function toHttpError(error: unknown): HttpError {
   }
   return new HttpError(500, 'internal_error', 'internal error; see the server log');
 }
+
+/** Validates a request body against a zod schema; a bad body is a 400 naming the first bad field. */
+export function parseBody<T>(
+  schema: {
+    safeParse(
+      value: unknown,
+    ):
+      | { success: true; data: T }
+      | { success: false; error: { issues: Array<{ path: PropertyKey[]; message: string }> } };
+  },
+  body: unknown,
+): T {
+  const result = schema.safeParse(body ?? {});
+  if (result.success) return result.data;
+  const issue = result.error.issues[0];
+  const where = issue?.path.map(String).join('.') || 'body';
+  throw new HttpError(400, 'invalid_body', `${where}: ${issue?.message ?? 'invalid'}`);
+}

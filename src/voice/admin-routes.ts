@@ -9,7 +9,7 @@ import { McpError, toolResultText } from '../protocol/index.js';
 import { ProviderConfigError, TwoTierLlm } from '../providers/llm/twotier.js';
 import type { LlmProvider } from '../providers/llm/types.js';
 import { ROBOT_STATES, TOGGLE_NAMES } from '../robot/states.js';
-import { HttpError } from '../util/http-error.js';
+import { HttpError, parseBody } from '../util/http-error.js';
 import type { Conversation } from './conversation.js';
 import type { AudioRecorder } from './recorder.js';
 import type { DeviceRegistry } from './registry.js';
@@ -51,14 +51,6 @@ const schemas = {
 function activeModel(llm: LlmProvider): { model: string; url: string; smart_mode: boolean } | null {
   if (!(llm instanceof TwoTierLlm)) return null;
   return { model: llm.active.model, url: llm.active.url, smart_mode: llm.smartMode };
-}
-
-function parse<T>(schema: z.ZodType<T>, body: unknown): T {
-  const result = schema.safeParse(body ?? {});
-  if (result.success) return result.data;
-  const issue = result.error.issues[0];
-  const where = issue?.path.join('.') || 'body';
-  throw new HttpError(400, 'invalid_body', `${where}: ${issue?.message ?? 'invalid'}`);
 }
 
 export function registerAdminRoutes(app: FastifyInstance, options: AdminRouteOptions): void {
@@ -103,21 +95,21 @@ export function registerAdminRoutes(app: FastifyInstance, options: AdminRouteOpt
   }));
 
   app.post('/device/admin/inject-text', async (request) => {
-    const body = parse(schemas.text, request.body);
+    const body = parseBody(schemas.text, request.body);
     const { session, conversation: c } = conversation(body.device_id);
     c.inject(body.text);
     return { ok: true, device_id: session.deviceId };
   });
 
   app.post('/device/admin/say', async (request) => {
-    const body = parse(schemas.text, request.body);
+    const body = parseBody(schemas.text, request.body);
     const { session, conversation: c } = conversation(body.device_id);
     c.say(body.text);
     return { ok: true, device_id: session.deviceId };
   });
 
   app.post('/device/admin/abort', async (request) => {
-    const body = parse(schemas.device, request.body);
+    const body = parseBody(schemas.device, request.body);
     const { session, conversation: c } = conversation(body.device_id);
     const busy = c.turnState.replying !== null || c.turnState.recognizing !== null;
     c.abort('admin');
@@ -129,7 +121,7 @@ export function registerAdminRoutes(app: FastifyInstance, options: AdminRouteOpt
   }));
 
   app.post('/device/admin/play-asset', async (request) => {
-    const body = parse(schemas.asset, request.body);
+    const body = parseBody(schemas.asset, request.body);
     const { session, conversation: c } = conversation(body.device_id);
     try {
       const asset = await options.assets.find(body.name);
@@ -148,19 +140,19 @@ export function registerAdminRoutes(app: FastifyInstance, options: AdminRouteOpt
   });
 
   app.post('/device/admin/take-photo', async (request) => {
-    const body = parse(schemas.photo, request.body);
+    const body = parseBody(schemas.photo, request.body);
     return callTool(body.device_id, 'self.camera.take_photo', {
       question: body.question ?? 'Describe what you see.',
     });
   });
 
   app.post('/device/admin/set-head-angles', async (request) => {
-    const { device_id, ...angles } = parse(schemas.head, request.body);
+    const { device_id, ...angles } = parseBody(schemas.head, request.body);
     return callTool(device_id, 'self.robot.set_head_angles', angles);
   });
 
   app.post('/device/admin/set-state', async (request) => {
-    const body = parse(schemas.state, request.body);
+    const body = parseBody(schemas.state, request.body);
     const reply = await callTool(body.device_id, 'self.robot.set_state', { state: body.state });
     const c = options.conversationOf(pick(body.device_id));
     if (c) c.robotState = body.state;
@@ -168,7 +160,7 @@ export function registerAdminRoutes(app: FastifyInstance, options: AdminRouteOpt
   });
 
   app.post('/device/admin/set-toggle', async (request) => {
-    const body = parse(schemas.toggle, request.body);
+    const body = parseBody(schemas.toggle, request.body);
     if (body.device_id) pick(body.device_id); // an unknown device fails before anything changes
     if (body.name === 'smart_mode' && options.inProcessSmartMode && options.llm instanceof TwoTierLlm) {
       try {
@@ -204,7 +196,7 @@ export function registerAdminRoutes(app: FastifyInstance, options: AdminRouteOpt
 
   // The last seconds the device's microphone sent while in security mode, as a WAV (base64).
   app.post('/device/admin/capture-audio', async (request) => {
-    const body = parse(schemas.capture, request.body);
+    const body = parseBody(schemas.capture, request.body);
     const session = pick(body.device_id);
     const pcm = options.recorderOf?.(session)?.last(body.seconds) ?? new Int16Array(0);
     if (pcm.length === 0)
@@ -218,7 +210,7 @@ export function registerAdminRoutes(app: FastifyInstance, options: AdminRouteOpt
   });
 
   app.post('/device/admin/set-tier1slim-model', async (request) => {
-    const body = parse(schemas.model, request.body);
+    const body = parseBody(schemas.model, request.body);
     if (!(options.llm instanceof TwoTierLlm)) {
       throw new HttpError(409, 'not_two_tier', `the active LLM provider is ${options.llm.name}, not TwoTier`);
     }
@@ -232,7 +224,7 @@ export function registerAdminRoutes(app: FastifyInstance, options: AdminRouteOpt
   });
 
   app.post('/device/admin/set-face-identified', async (request) => {
-    const body = parse(schemas.device, request.body);
+    const body = parseBody(schemas.device, request.body);
     return callTool(body.device_id, 'self.robot.set_face_identified', {});
   });
 }
