@@ -76,10 +76,13 @@ describe('face greeting', () => {
     expect(stoppedAfterMs).toBeLessThan(5000);
     expect(spoken.length).toBeLessThan(3);
     await eventually(() => robot.model.state === 'idle', 6000); // the firmware's face-lost grace
-    const changes = (await fetch(`http://127.0.0.1:${bridge.port}/api/perception/devices`).then((r) =>
-      r.json(),
-    )) as any;
-    expect(changes.devices.find((d: any) => d.device_id === robot.deviceId)?.state).toBe('idle');
+    // The bridge learns it from the relayed state_changed, a moment later.
+    await eventually(async () => {
+      const { devices } = (await fetch(`http://127.0.0.1:${bridge.port}/api/perception/devices`).then((r) =>
+        r.json(),
+      )) as any;
+      return devices.find((d: any) => d.device_id === robot.deviceId)?.state === 'idle';
+    }, 5000);
   }, 30_000);
 });
 
