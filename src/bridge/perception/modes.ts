@@ -34,52 +34,74 @@ function localStamp(ms: number): { date: string; time: string } {
 const enteredState = (event: PerceptionEvent): string | undefined =>
   event.name === 'state_changed' && typeof event.data.to === 'string' ? event.data.to : undefined;
 
-/** Security mode: periodic capture into DATA_DIR/journal/security-YYYY-MM-DD.md. */
-export class SecurityWatch {
+/** One timer per device on the mode's clock, and the subscribe/stop life cycle both modes share. */
+abstract class ModeWatcher {
   private readonly timers = new Map<string, unknown>();
-  readonly journalled: Array<{ deviceId: string; text: string }> = [];
 
   constructor(
-    private readonly clock: Clock,
-    private readonly actions: ModeActions,
-    private readonly options: SecurityOptions,
-    private readonly logger?: Logger,
+    protected readonly clock: Clock,
+    private readonly name: string,
   ) {}
 
   subscribe(bus: PerceptionBus): () => void {
-    const unsubscribe = bus.subscribe((event) => this.handle(event), { name: 'security-watch' });
+    const unsubscribe = bus.subscribe((event) => this.handle(event), { name: this.name });
     return () => {
       unsubscribe();
       this.stop();
     };
   }
 
-  handle(event: PerceptionEvent): void {
-    const to = enteredState(event);
-    if (to === undefined) return;
-    if (to === 'security') {
-      this.capture(event.device_id);
-    } else {
-      this.clear(event.device_id);
-    }
-  }
+  abstract handle(event: PerceptionEvent): void;
 
   stop(): void {
     for (const id of [...this.timers.keys()]) this.clear(id);
   }
 
-  private capture(deviceId: string): void {
+  protected armed(deviceId: string): boolean {
+    return this.timers.has(deviceId);
+  }
+
+  /** (Re)starts the device's timer. */
+  protected arm(deviceId: string, ms: number, callback: () => void): void {
     this.clear(deviceId);
-    void this.journal(deviceId);
-    const handle = this.clock.setTimer(() => this.capture(deviceId), this.options.intervalMs ?? 60_000);
+    const handle = this.clock.setTimer(() => {
+      this.timers.delete(deviceId);
+      callback();
+    }, ms);
     (handle as { unref?: () => void })?.unref?.();
     this.timers.set(deviceId, handle);
   }
 
-  private clear(deviceId: string): void {
+  protected clear(deviceId: string): void {
     const handle = this.timers.get(deviceId);
     if (handle !== undefined) this.clock.clearTimer(handle);
     this.timers.delete(deviceId);
+  }
+}
+
+/** Security mode: periodic capture into DATA_DIR/journal/security-YYYY-MM-DD.md. */
+export class SecurityWatch extends ModeWatcher {
+  readonly journalled: Array<{ deviceId: string; text: string }> = [];
+
+  constructor(
+    clock: Clock,
+    private readonly actions: ModeActions,
+    private readonly options: SecurityOptions,
+    private readonly logger?: Logger,
+  ) {
+    super(clock, 'security-watch');
+  }
+
+  handle(event: PerceptionEvent): void {
+    const to = enteredState(event);
+    if (to === 'security') this.capture(event.device_id);
+    else if (to !== undefined) this.clear(event.device_id);
+  }
+
+  /** A capture now, and the next one after the interval (until the robot leaves security). */
+  private capture(deviceId: string): void {
+    void this.journal(deviceId);
+    this.arm(deviceId, this.options.intervalMs ?? 60_000, () => this.capture(deviceId));
   }
 
   private async journal(deviceId: string): Promise<void> {
@@ -110,52 +132,25 @@ export class SecurityWatch {
 }
 
 /** Story time ends after this long without chat activity (SPEC: 90 s). */
-export class StorySilence {
-  private readonly timers = new Map<string, unknown>();
-
+export class StorySilence extends ModeWatcher {
   constructor(
-    private readonly clock: Clock,
+    clock: Clock,
     private readonly actions: ModeActions,
     private readonly silenceMs = 90_000,
-  ) {}
-
-  subscribe(bus: PerceptionBus): () => void {
-    const unsubscribe = bus.subscribe((event) => this.handle(event), { name: 'story-silence' });
-    return () => {
-      unsubscribe();
-      this.stop();
-    };
+  ) {
+    super(clock, 'story-silence');
   }
 
   handle(event: PerceptionEvent): void {
     const to = enteredState(event);
-    if (to === 'story_time') this.arm(event.device_id);
-    else if (to !== undefined) this.clear(event.device_id);
-    else if (
-      (event.name === 'chat_status' || event.name === 'wake_word_detected') &&
-      this.timers.has(event.device_id)
-    ) {
-      this.arm(event.device_id); // any conversation activity restarts the silence
+    const activity = event.name === 'chat_status' || event.name === 'wake_word_detected';
+    // Entering story time starts the silence; any conversation activity restarts it.
+    if (to === 'story_time' || (to === undefined && activity && this.armed(event.device_id))) {
+      this.arm(event.device_id, this.silenceMs, () => {
+        void this.actions.setState(event.device_id, 'idle').catch(() => undefined);
+      });
+    } else if (to !== undefined) {
+      this.clear(event.device_id);
     }
-  }
-
-  stop(): void {
-    for (const id of [...this.timers.keys()]) this.clear(id);
-  }
-
-  private arm(deviceId: string): void {
-    this.clear(deviceId);
-    const handle = this.clock.setTimer(() => {
-      this.timers.delete(deviceId);
-      void this.actions.setState(deviceId, 'idle').catch(() => undefined);
-    }, this.silenceMs);
-    (handle as { unref?: () => void })?.unref?.();
-    this.timers.set(deviceId, handle);
-  }
-
-  private clear(deviceId: string): void {
-    const handle = this.timers.get(deviceId);
-    if (handle !== undefined) this.clock.clearTimer(handle);
-    this.timers.delete(deviceId);
   }
 }
