@@ -15,6 +15,9 @@ const say = (message) => {
 
 /** Debian packages the project uses at run time (speech engines) and in tests (a browser). */
 export const DEBIAN_PACKAGES = ['libespeak-ng1', 'espeak-ng-data', 'libpocketsphinx3', 'pocketsphinx-en-us'];
+/** Only `npm test` needs these: the dashboard's browser test drives Debian's headless Chromium. */
+export const TEST_DEBIAN_PACKAGES = ['chromium'];
+const forTests = process.argv.includes('--for-tests');
 
 function run(command, args, options = {}) {
   const result = spawnSync(command, args, {
@@ -56,7 +59,7 @@ if (!existsSync(installedMarker) || mtime(join(root, 'package-lock.json')) > mti
 }
 
 // 2. Debian packages
-const missing = DEBIAN_PACKAGES.filter((name) => {
+const missing = [...DEBIAN_PACKAGES, ...(forTests ? TEST_DEBIAN_PACKAGES : [])].filter((name) => {
   const probe = spawnSync('dpkg-query', ['-W', `-f=$${'{'}Status}`, name], { encoding: 'utf8' });
   return !probe.stdout?.includes('install ok installed');
 });

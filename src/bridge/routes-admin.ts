@@ -8,26 +8,22 @@ import { ROBOT_STATES } from '../robot/states.js';
 import { writeFileAtomic } from '../util/atomic-file.js';
 import { HttpError, parseBody } from '../util/http-error.js';
 import type { AllowList } from './allow-list.js';
+import type { Controls } from './controls.js';
 import { loopbackOnly } from './loopback.js';
 import type { TogglesStore } from './toggles-store.js';
 import { VoiceCallError, type VoiceClient } from './voice-client.js';
 
 export interface AdminRouteOptions {
+  controls: Controls;
   toggles: TogglesStore;
   voice: VoiceClient;
   workspaceDir: string;
   memory: () => Promise<MemoryStore>;
   allowList: AllowList;
-  /** VOICE_PROVIDER=twotier: the voice server flips its model in-process when the smart pip is pushed. */
-  inProcessSmartMode: boolean;
-  cloudKeyPresent: () => boolean;
   /** The voice daemon's live endpoint, for /admin/model {daemon: voice}. */
   voiceEndpoint: (smart: boolean) => { url: string; apiKey: string };
-  /** Restarts the agent runtime with a model (agent daemon, smart mode in agent mode). */
+  /** Restarts the agent runtime with a model (the agent daemon). */
   restartAgent: (model?: string) => Promise<void>;
-  smartModel: string;
-  /** The agent's model now (config, or the /admin/model override). */
-  agentModel: () => string;
   saveModelOverride: (daemon: 'voice' | 'agent', model: string) => Promise<void>;
 }
 
@@ -49,45 +45,14 @@ export function registerAdminRoutes(app: FastifyInstance, options: AdminRouteOpt
     }
   });
   app.register(async (admin) => {
-    /** Pushes a pip to the robot; the toggle is already persisted, so a missing robot is reported, not fatal. */
-    const pushPip = async (name: 'kid_mode' | 'smart_mode', enabled: boolean, device?: string) => {
-      try {
-        await options.voice.post('set-toggle', { name, enabled, ...(device ? { device_id: device } : {}) });
-        return { pushed: true };
-      } catch (error) {
-        if (error instanceof VoiceCallError && error.status === 409)
-          throw new HttpError(409, error.code, error.message);
-        return { pushed: false, push_error: (error as Error).message };
-      }
-    };
-
     admin.post('/admin/kid-mode', async (request) => {
       const body = parseBody(schemas.toggle, request.body);
-      const toggles = await options.toggles.set('kid_mode', body.enabled);
-      return { ok: true, toggles, ...(await pushPip('kid_mode', body.enabled, body.device_id)) };
+      return options.controls.setKidMode(body.enabled, body.device_id);
     });
 
     admin.post('/admin/smart-mode', async (request) => {
       const body = parseBody(schemas.toggle, request.body);
-      if (body.enabled && !options.cloudKeyPresent()) {
-        throw new HttpError(
-          409,
-          'no_cloud_key',
-          'smart mode needs a cloud API key: set TWOTIER_CLOUD_API_KEY (or CLOUD_ROUTER_API_KEY)',
-        );
-      }
-      const previous = options.toggles.get().smart_mode;
-      const toggles = await options.toggles.set('smart_mode', body.enabled);
-      try {
-        const pushed = await pushPip('smart_mode', body.enabled, body.device_id);
-        // In agent mode the model switch is a configuration change: restart the runtime on the new model.
-        if (!options.inProcessSmartMode)
-          await options.restartAgent(body.enabled ? options.smartModel : options.agentModel());
-        return { ok: true, toggles, ...pushed };
-      } catch (error) {
-        await options.toggles.set('smart_mode', previous); // the flip failed: nothing changes
-        throw error;
-      }
+      return options.controls.setSmartMode(body.enabled, body.device_id);
     });
 
     admin.post('/admin/persona', async (request) => {
@@ -131,15 +96,7 @@ export function registerAdminRoutes(app: FastifyInstance, options: AdminRouteOpt
 
     admin.post('/admin/state', async (request) => {
       const body = parseBody(schemas.state, request.body);
-      try {
-        return await options.voice.post('set-state', {
-          state: body.state,
-          ...(body.device_id ? { device_id: body.device_id } : {}),
-        });
-      } catch (error) {
-        if (error instanceof VoiceCallError) throw new HttpError(error.status, error.code, error.message);
-        throw error;
-      }
+      return options.controls.setState(body.state, body.device_id);
     });
   });
 }

@@ -3,7 +3,7 @@ import type { FastifyInstance } from 'fastify';
 import { z } from 'zod';
 import type { MemoryStore } from '../agent/memory.js';
 import { ESCALATION_TOOLS } from '../providers/llm/tools.js';
-import { HttpError, parseBody } from '../util/http-error.js';
+import { parseBody } from '../util/http-error.js';
 import type { AcpClient } from './acp-client.js';
 import { type EscalationDeps, escalate } from './escalation.js';
 import {

@@ -11,12 +11,16 @@ import { cleanStaleTempFiles, writeFileAtomic } from '../util/atomic-file.js';
 import { createHttpApp } from '../util/http-app.js';
 import { errorBody } from '../util/http-error.js';
 import type { Logger } from '../util/log.js';
+import { registerMetricsRoute } from '../util/metrics.js';
 import { PACKAGE_ROOT } from '../version.js';
 import { visionAvailable } from '../voice/vision.js';
 import { AcpClient } from './acp-client.js';
 import { AllowList } from './allow-list.js';
 import { captionSound } from './audio-caption.js';
+import { Calendar, registerCalendarRoutes } from './calendar/index.js';
+import { createControls } from './controls.js';
 import { visionText } from './escalation.js';
+import { BridgeMetrics } from './metrics.js';
 import { registerPassthrough } from './passthrough.js';
 import { type ConsumersOptions, wallClock } from './perception/consumers.js';
 import {
@@ -31,6 +35,8 @@ import { registerAdminRoutes } from './routes-admin.js';
 import { registerApiRoutes } from './routes-api.js';
 import { registerStoryRoute } from './story.js';
 import { TogglesStore } from './toggles-store.js';
+import { registerTurnRoute, TurnLog } from './turns.js';
+import { registerUiRoutes } from './ui/routes.js';
 import { VoiceClient } from './voice-client.js';
 
 export interface BridgeOptions {
@@ -52,6 +58,9 @@ export interface Bridge {
   readonly port: number;
   readonly toggles: TogglesStore;
   readonly perception: Perception;
+  readonly metrics: BridgeMetrics;
+  readonly calendar: Calendar;
+  readonly turns: TurnLog;
   agent(): AcpClient;
   memory(): Promise<MemoryStore>;
   close(): Promise<void>;
@@ -104,6 +113,41 @@ export async function startBridge(
 
   // Bodies up to 1 MiB: a 256 KiB persona file, JSON-escaped, must fit.
   const app = createHttpApp({ logger: logger.child({ component: 'bridge' }), bodyLimit: 1024 * 1024 });
+  // Filled in once perception exists; the metrics only read it at scrape time.
+  let perceptionDropped = () => 0;
+  const metrics = new BridgeMetrics({
+    acpSessions: () => agent.activeSessions,
+    perceptionDropped: () => perceptionDropped(),
+  });
+  metrics.instrument(app);
+  registerMetricsRoute(app, metrics);
+  const calendar = new Calendar({
+    feeds: config.calendar.feeds,
+    household: config.calendar.household,
+    refreshSec: config.calendar.refresh_sec,
+    fetchTimeoutMs: config.calendar.fetch_timeout_ms,
+    maxFeedBytes: config.calendar.max_feed_bytes,
+    timeZone: config.calendar.time_zone,
+    logger: logger.child({ component: 'calendar' }),
+    onFetchFailure: (person) => metrics.calendarFetchFailed(person),
+  });
+  registerCalendarRoutes(app, calendar);
+  const restartAgent = async (model?: string) => {
+    const previous = agent;
+    agent = makeAgent(model ?? agentModel());
+    await previous.close();
+    void startAgent(agent);
+  };
+  const controls = createControls({
+    toggles,
+    voice,
+    inProcessSmartMode,
+    cloudKeyPresent: cloudKey,
+    restartAgent,
+    smartModel: config.LLM.TwoTier.smart_model,
+    agentModel,
+    onToggleChanged: (name, enabled) => metrics.toggleChanged(name, enabled),
+  });
   registerApiRoutes(app, {
     agent: () => agent,
     memory,
@@ -123,27 +167,19 @@ export async function startBridge(
     },
   });
   registerAdminRoutes(app, {
+    controls,
     toggles,
     voice,
     workspaceDir,
     memory,
     allowList: new AllowList(dataDir, logger),
-    inProcessSmartMode,
-    cloudKeyPresent: cloudKey,
     voiceEndpoint: (smart) => {
       const t = config.LLM.TwoTier;
       return smart
         ? { url: t.cloud_url, apiKey: t.cloud_api_key || config.cloud.api_key }
         : { url: t.url, apiKey: t.api_key };
     },
-    restartAgent: async (model) => {
-      const previous = agent;
-      agent = makeAgent(model ?? agentModel());
-      await previous.close();
-      void startAgent(agent);
-    },
-    smartModel: config.LLM.TwoTier.smart_model,
-    agentModel,
+    restartAgent,
     saveModelOverride: (daemon, model) => saveModelOverride(dataDir, daemon, model),
   });
   const perception = createPerception({
@@ -167,6 +203,26 @@ export async function startBridge(
     },
   });
   registerPerceptionRoutes(app, perception);
+  perceptionDropped = () => perception.bus.stats().dropped;
+  perception.bus.subscribe((event) => metrics.perceptionEvent(event.name), { name: 'metrics' });
+  const turns = new TurnLog({
+    onFirstAudio: (seconds) => metrics.observeFirstAudio(seconds),
+    onReport: (report) => {
+      if (perception.sse.clientCount > 0) perception.sse.send('turn', report);
+    },
+  });
+  registerTurnRoute(app, turns);
+  registerUiRoutes(app, {
+    password: config.ui.password,
+    sessionTtlSec: config.ui.session_ttl_sec,
+    perception,
+    controls,
+    turns,
+    connectedDevices: async () =>
+      (await voice.get<{ devices?: Array<Record<string, unknown>> }>('devices', 3000)).devices ?? [],
+    calendar,
+    logger: logger.child({ component: 'ui' }),
+  });
   const modeActions: ModeActions = {
     describePhoto: async (deviceId, question) => {
       if (toggles.get().kid_mode) return 'photo not taken: the camera is off in kid mode';
@@ -222,11 +278,15 @@ export async function startBridge(
     port,
     toggles,
     perception,
+    metrics,
+    calendar,
+    turns,
     agent: () => agent,
     memory,
     async close() {
       stopSecurity();
       stopStory();
+      calendar.close();
       await app.close();
       await agent.close();
     },

@@ -15,7 +15,8 @@ export class ConfigError extends Error {
 type Env = Record<string, string | undefined>;
 
 /** Env variable → config path and how to read it. SPEC/DESIGN names are kept as they are. */
-const ENV_MAP: Array<[string, string[], 'int' | 'number' | 'string' | 'bool']> = [
+type EnvKind = 'int' | 'number' | 'string' | 'bool' | 'feeds';
+const ENV_MAP: Array<[string, string[], EnvKind]> = [
   ['DATA_DIR', ['data_dir'], 'string'],
   ['LOG_LEVEL', ['log_level'], 'string'],
   ['BIND_HOST', ['server', 'bind_host'], 'string'],
@@ -63,6 +64,11 @@ const ENV_MAP: Array<[string, string[], 'int' | 'number' | 'string' | 'bool']> =
   ['AGENT_SESSION_MAX_AGE_SEC', ['agent', 'session_max_age_sec'], 'number'],
   ['LOCAL_ROUTER_URL', ['local_router', 'url'], 'string'],
   ['THINK_MODEL', ['local_router', 'think_model'], 'string'],
+  ['CALENDAR_FEEDS', ['calendar', 'feeds'], 'feeds'],
+  ['CALENDAR_HOUSEHOLD', ['calendar', 'household'], 'string'],
+  ['CALENDAR_REFRESH_SEC', ['calendar', 'refresh_sec'], 'number'],
+  ['CALENDAR_TIME_ZONE', ['calendar', 'time_zone'], 'string'],
+  ['UI_PASSWORD', ['ui', 'password'], 'string'],
 ];
 
 /** Variables whose empty value is a setting of its own (SPEC: an empty greeting disables it). */
@@ -129,8 +135,9 @@ function describeIssues(error: z.ZodError, raw: unknown): string {
     .join('; ');
 }
 
-function readEnv(name: string, value: string, kind: 'int' | 'number' | 'string' | 'bool'): unknown {
+function readEnv(name: string, value: string, kind: EnvKind): unknown {
   if (kind === 'string') return value;
+  if (kind === 'feeds') return readFeeds(name, value);
   if (kind === 'number') {
     if (!/^\d+(\.\d+)?$/.test(value)) throw new ConfigError(`env ${name}="${value}" is not a number`);
     return Number(value);
@@ -142,6 +149,19 @@ function readEnv(name: string, value: string, kind: 'int' | 'number' | 'string' 
   }
   if (!/^\d+$/.test(value)) throw new ConfigError(`env ${name}="${value}" is not a whole number`);
   return Number(value);
+}
+
+/** `person=source;person=source` (a source may itself contain `=`, so only the first one splits). */
+function readFeeds(name: string, value: string): Array<{ person: string; source: string }> {
+  return value
+    .split(';')
+    .map((entry) => entry.trim())
+    .filter(Boolean)
+    .map((entry) => {
+      const at = entry.indexOf('=');
+      if (at <= 0) throw new ConfigError(`env ${name}: "${entry}" is not person=source (URL or file)`);
+      return { person: entry.slice(0, at).trim(), source: entry.slice(at + 1).trim() };
+    });
 }
 
 function setPath(target: Record<string, unknown>, path: string[], value: unknown): void {

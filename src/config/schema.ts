@@ -235,6 +235,42 @@ export const configSchema = z.object({
       story_silence_sec: z.number().positive().default(90),
     })
     .prefault({}),
+  /** Calendar feeds (DESIGN §3): ICS by URL or file, one per person plus a household feed. */
+  calendar: z
+    .object({
+      /** Per person: `{person, source}`; source is an http(s) URL or a file path (env CALENDAR_FEEDS). */
+      feeds: z
+        .array(z.object({ person: z.string().trim().min(1).max(64), source: z.string().trim().min(1) }))
+        .max(32)
+        .default([]),
+      /** The household feed (URL or file), tagged `household` (env CALENDAR_HOUSEHOLD). */
+      household: z.string().default(''),
+      /** Feeds are refetched when older than this. */
+      refresh_sec: z.number().positive().default(900),
+      /** Deadline of one feed fetch. */
+      fetch_timeout_ms: z.number().int().positive().default(10_000),
+      /** Feeds larger than this are refused. */
+      max_feed_bytes: z
+        .number()
+        .int()
+        .positive()
+        .default(2 * 1024 * 1024),
+      /** IANA zone that decides what "today" is; '' = this machine's zone (env CALENDAR_TIME_ZONE). */
+      time_zone: z.string().default(''),
+    })
+    .prefault({}),
+  /** The LAN dashboard (/ui): read-only unless a password is set (env UI_PASSWORD). */
+  ui: z
+    .object({
+      password: z.string().default(''),
+      /** Lifetime of a dashboard login. */
+      session_ttl_sec: z
+        .number()
+        .int()
+        .positive()
+        .default(12 * 3600),
+    })
+    .prefault({}),
   face_greet: z
     .object({
       /** Empty disables the spoken greeting (env FACE_GREET_TEXT). */

@@ -10,13 +10,15 @@ import type { Config } from '../config/index.js';
 import { AgentLlm } from '../providers/llm/agent.js';
 import { createHttpApp } from '../util/http-app.js';
 import type { Logger } from '../util/log.js';
+import { registerMetricsRoute } from '../util/metrics.js';
 import { VERSION } from '../version.js';
 import { ActivationService } from './activation.js';
 import { registerAdminRoutes } from './admin-routes.js';
 import { Conversation, type ConversationOptions } from './conversation.js';
 import { FirmwareStore } from './firmware-store.js';
+import { turnReport, VoiceMetrics } from './metrics.js';
 import { registerOtaRoutes } from './ota-routes.js';
-import { PerceptionRelay } from './perception-relay.js';
+import { PerceptionRelay, TurnRelay } from './perception-relay.js';
 import { createProviders, type VoiceProviders } from './providers.js';
 import { AudioRecorder } from './recorder.js';
 import { DeviceRegistry } from './registry.js';
@@ -36,6 +38,7 @@ export interface VoiceServer {
   /** kid_mode / smart_mode as the voice server applies them (pushed by the bridge through set-toggle). */
   readonly toggles: Toggles;
   readonly relay: PerceptionRelay;
+  readonly metrics: VoiceMetrics;
   conversationOf(session: DeviceSession): Conversation | undefined;
   /** Called for every new device session, so later stages (the turn pipeline) can attach. */
   onSession(listener: (session: DeviceSession) => void): void;
@@ -125,6 +128,9 @@ export async function startVoiceServer(
 
   const wsLogger = logger.child({ component: 'voice-ws' });
   const relay = new PerceptionRelay({ bridgeUrl: config.bridge.url, logger: wsLogger });
+  const turnRelay = new TurnRelay({ bridgeUrl: config.bridge.url, logger: wsLogger, maxQueue: 100 });
+  const metrics = new VoiceMetrics(() => registry.list().length);
+  registerMetricsRoute(app, metrics);
   const storyLlm = new AgentLlm({
     url: `${config.bridge.url.replace(/\/+$/, '')}/api/story/stream`,
     channel: 'story',
@@ -168,22 +174,24 @@ export async function startVoiceServer(
         }
       });
       // The conversation exists before the first frame is read, so a `listen` right after hello is never lost.
-      conversations.set(
+      const conversation = new Conversation({
         session,
-        new Conversation({
-          session,
-          ...providers,
-          vad: providers.createVad(),
-          options: conversationOptions,
-          logger: wsLogger,
-          assets,
-          songs: () => songNames,
-          kidMode: () => toggles.kid_mode,
-          storyLlm,
-          onWakeWord: (text) =>
-            relay.send('wake_word_detected', { text }, session.deviceId, session.sessionId),
-        }),
-      );
+        ...providers,
+        vad: providers.createVad(),
+        options: conversationOptions,
+        logger: wsLogger,
+        assets,
+        songs: () => songNames,
+        kidMode: () => toggles.kid_mode,
+        storyLlm,
+        onWakeWord: (text) => relay.send('wake_word_detected', { text }, session.deviceId, session.sessionId),
+      });
+      conversation.on('turn', (timing) => {
+        const report = turnReport(timing, session.deviceId, session.sessionId);
+        metrics.observeTurn(report);
+        turnRelay.enqueue(report);
+      });
+      conversations.set(session, conversation);
       wsLogger.info(
         { device: info.deviceId, version: info.binaryVersion, remote: info.remoteAddress },
         'device connected',
@@ -215,9 +223,11 @@ export async function startVoiceServer(
     conversationOf: (session) => conversations.get(session),
     onSession: (listener) => sessionListeners.push(listener),
     relay,
+    metrics,
     async close() {
       clearInterval(songTimer);
       relay.close();
+      turnRelay.close();
       for (const session of registry.list()) session.close(1001, 'server shutting down');
       await new Promise<void>((done) => {
         wsServer.close(() => done());

@@ -13,6 +13,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { MemoryStore } from '../../src/agent/memory.js';
 import { PERSONA_FILES, seedWorkspace } from '../../src/agent/workspace.js';
 import { AllowList, DEFAULT_ALLOWED_TOOLS } from '../../src/bridge/allow-list.js';
+import { createControls } from '../../src/bridge/controls.js';
 import { registerAdminRoutes } from '../../src/bridge/routes-admin.js';
 import { TogglesStore } from '../../src/bridge/toggles-store.js';
 import { VoiceClient } from '../../src/bridge/voice-client.js';
@@ -91,20 +92,28 @@ describe('loopback only: every admin route, peer address set through inject', ()
     workspace = join(dataDir, 'workspace');
     await seedWorkspace(workspace);
     app = createHttpApp({ logger: silentLogger });
+    const toggles = new TogglesStore(dataDir);
+    const voice = new VoiceClient(`http://127.0.0.1:${await freePort()}`);
+    const restartAgent = async (model?: string) => {
+      restarts.push(model);
+    };
     registerAdminRoutes(app, {
-      toggles: new TogglesStore(dataDir),
-      voice: new VoiceClient(`http://127.0.0.1:${await freePort()}`),
+      controls: createControls({
+        toggles,
+        voice,
+        inProcessSmartMode: false,
+        cloudKeyPresent: () => true,
+        restartAgent,
+        smartModel: 'smart-model',
+        agentModel: () => 'agent-model',
+      }),
+      toggles,
+      voice,
       workspaceDir: workspace,
       memory: () => (memory ??= MemoryStore.open(workspace)),
       allowList: new AllowList(dataDir, silentLogger),
-      inProcessSmartMode: false,
-      cloudKeyPresent: () => true,
       voiceEndpoint: () => ({ url: 'http://127.0.0.1:9/v1', apiKey: 'k' }),
-      restartAgent: async (model) => {
-        restarts.push(model);
-      },
-      smartModel: 'smart-model',
-      agentModel: () => 'agent-model',
+      restartAgent,
       saveModelOverride: async (daemon, model) => {
         savedModels.push([daemon, model]);
       },
