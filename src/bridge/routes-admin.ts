@@ -7,6 +7,7 @@ import { PERSONA_FILES } from '../agent/workspace.js';
 import { ROBOT_STATES } from '../robot/states.js';
 import { writeFileAtomic } from '../util/atomic-file.js';
 import { HttpError, parseBody } from '../util/http-error.js';
+import { isUnderPrefix } from '../util/path-guard.js';
 import type { AllowList } from './allow-list.js';
 import type { Controls } from './controls.js';
 import { loopbackOnly } from './loopback.js';
@@ -40,9 +41,8 @@ export function registerAdminRoutes(app: FastifyInstance, options: AdminRouteOpt
   // Every /admin path, routed or not and whatever the method, is refused to non-loopback peers (no 404 that
   // would tell an outsider which admin routes exist).
   app.addHook('onRequest', async (request, reply) => {
-    if (request.url === '/admin' || request.url.startsWith('/admin/') || request.url.startsWith('/admin?')) {
-      await loopbackOnly(request, reply);
-    }
+    // Decided on the path the router matches (percent-decoded, slashes folded), not the raw request line.
+    if (isUnderPrefix(request, '/admin')) await loopbackOnly(request, reply);
   });
   app.register(async (admin) => {
     admin.post('/admin/kid-mode', async (request) => {

@@ -14,7 +14,11 @@ export class VoiceCallError extends Error {
 }
 
 export class VoiceClient {
-  constructor(readonly url: string) {}
+  /** `token`: VOICE_ADMIN_TOKEN, sent as a bearer token when the voice server's admin routes require one. */
+  constructor(
+    readonly url: string,
+    private readonly token = '',
+  ) {}
 
   async post<T = Record<string, unknown>>(
     route: string,
@@ -41,9 +45,11 @@ export class VoiceClient {
     try {
       response = await fetch(joinUrl(this.url, `device/admin/${route}`), {
         method,
-        ...(body !== undefined
-          ? { headers: { 'Content-Type': 'application/json' }, body: JSON.stringify(body) }
-          : {}),
+        headers: {
+          ...(body !== undefined ? { 'Content-Type': 'application/json' } : {}),
+          ...(this.token ? { Authorization: `Bearer ${this.token}` } : {}),
+        },
+        ...(body !== undefined ? { body: JSON.stringify(body) } : {}),
         signal: signal ? AbortSignal.any([timeout, signal]) : timeout,
       });
     } catch (error) {

@@ -3,6 +3,7 @@ import { existsSync, readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { parse as parseYaml } from 'yaml';
 import type { z } from 'zod';
+import { isCidr } from '../util/cidr.js';
 import { type Config, configSchema } from './schema.js';
 
 export class ConfigError extends Error {
@@ -15,7 +16,7 @@ export class ConfigError extends Error {
 type Env = Record<string, string | undefined>;
 
 /** Env variable → config path and how to read it. SPEC/DESIGN names are kept as they are. */
-type EnvKind = 'int' | 'number' | 'string' | 'bool' | 'feeds';
+type EnvKind = 'int' | 'number' | 'string' | 'bool' | 'feeds' | 'cidrs';
 const ENV_MAP: Array<[string, string[], EnvKind]> = [
   ['DATA_DIR', ['data_dir'], 'string'],
   ['LOG_LEVEL', ['log_level'], 'string'],
@@ -26,6 +27,8 @@ const ENV_MAP: Array<[string, string[], EnvKind]> = [
   ['PUBLIC_HOST', ['server', 'public_host'], 'string'],
   ['WS_AUTH', ['auth', 'enabled'], 'bool'],
   ['WS_AUTH_SECRET', ['auth', 'secret'], 'string'],
+  ['VOICE_ADMIN_TOKEN', ['voice_admin', 'token'], 'string'],
+  ['VOICE_ADMIN_ALLOW', ['voice_admin', 'allow'], 'cidrs'],
   ['ACTIVATION_HMAC_KEY', ['activation', 'hmac_key'], 'string'],
   ['ROBOT_NAME', ['voice', 'robot_name'], 'string'],
   ['MIN_UTTERANCE_CHARS', ['voice', 'min_utterance_chars'], 'int'],
@@ -138,6 +141,7 @@ function describeIssues(error: z.ZodError, raw: unknown): string {
 function readEnv(name: string, value: string, kind: EnvKind): unknown {
   if (kind === 'string') return value;
   if (kind === 'feeds') return readFeeds(name, value);
+  if (kind === 'cidrs') return readCidrs(name, value);
   if (kind === 'number') {
     if (!/^\d+(\.\d+)?$/.test(value)) throw new ConfigError(`env ${name}="${value}" is not a number`);
     return Number(value);
@@ -162,6 +166,19 @@ function readFeeds(name: string, value: string): Array<{ person: string; source:
       if (at <= 0) throw new ConfigError(`env ${name}: "${entry}" is not person=source (URL or file)`);
       return { person: entry.slice(0, at).trim(), source: entry.slice(at + 1).trim() };
     });
+}
+
+/** `192.168.1.0/24, ::1/128`: a bad entry stops startup by name rather than silently allowing less (or more). */
+function readCidrs(name: string, value: string): string[] {
+  const entries = value
+    .split(',')
+    .map((entry) => entry.trim())
+    .filter(Boolean);
+  for (const entry of entries) {
+    if (!isCidr(entry))
+      throw new ConfigError(`env ${name}: "${entry}" is not a CIDR (like 192.168.1.0/24 or ::1/128)`);
+  }
+  return entries;
 }
 
 function setPath(target: Record<string, unknown>, path: string[], value: unknown): void {

@@ -1,5 +1,6 @@
 // The one typed configuration of deskbot. Every default lives here; config/voice.yaml documents them.
 import { z } from 'zod';
+import { isCidr } from '../util/cidr.js';
 
 const port = z.number().int().min(0).max(65535);
 const binaryVersion = z.literal([0, 1, 2, 3]);
@@ -30,6 +31,21 @@ export const configSchema = z.object({
         .int()
         .positive()
         .default(64 * 1024),
+    })
+    .prefault({}),
+  /** Optional guards of /device/admin/* (DESIGN §3); both off by default, SPEC relies on network ACLs. */
+  voice_admin: z
+    .object({
+      /** Bearer token the admin routes require; '' = none (env VOICE_ADMIN_TOKEN). */
+      token: z.string().default(''),
+      /** CIDRs the TCP peer must be inside; empty = any peer (env VOICE_ADMIN_ALLOW, comma-separated). */
+      allow: z
+        .array(
+          z.string().refine(isCidr, {
+            error: (issue) => `${JSON.stringify(issue.input)} is not a CIDR (like 192.168.1.0/24 or ::1/128)`,
+          }),
+        )
+        .default([]),
     })
     .prefault({}),
   auth: z

@@ -13,6 +13,7 @@ import type { Logger } from '../util/log.js';
 import { registerMetricsRoute } from '../util/metrics.js';
 import { VERSION } from '../version.js';
 import { ActivationService } from './activation.js';
+import { registerAdminAuth } from './admin-auth.js';
 import { registerAdminRoutes } from './admin-routes.js';
 import { Conversation, type ConversationOptions } from './conversation.js';
 import { FirmwareStore } from './firmware-store.js';
@@ -91,6 +92,7 @@ export async function startVoiceServer(
   await refreshSongs();
   const songTimer = setInterval(() => void refreshSongs(), 10_000);
   songTimer.unref();
+  registerAdminAuth(app, config.voice_admin);
   registerAdminRoutes(app, {
     registry,
     toggles,

@@ -69,13 +69,20 @@ export function decideUpgrade(
     const auth =
       field('authorization', 'authorization') ??
       (url.searchParams.get('token') ? `Bearer ${url.searchParams.get('token')}` : '');
-    const token = auth.replace(/^Bearer\s+/i, '');
-    if (!token)
+    const token = bearerToken(auth);
+    if (token === '')
       return {
         ok: false,
         status: 401,
         code: 'missing_token',
         message: 'Authorization: Bearer <token> is required',
+      };
+    if (token === null)
+      return {
+        ok: false,
+        status: 401,
+        code: 'token_malformed',
+        message: 'Authorization must be Bearer <token>',
       };
     const check = verifyDeviceToken(authSecret, token, deviceId, nowMs);
     if (!check.ok)
@@ -95,6 +102,19 @@ export function decideUpgrade(
       remoteAddress: request.socket.remoteAddress ?? '',
     },
   };
+}
+
+/**
+ * The token of an Authorization value: '' when there is none ("Bearer" alone included), null for another scheme
+ * or extra words. The scheme is case-insensitive (RFC 9110). The firmware always sends "Bearer <token>" for our
+ * space-free tokens; a bare token was accepted before and still is (the HMAC decides, not the spelling).
+ */
+function bearerToken(auth: string): string | null {
+  const parts = auth.trim().split(/\s+/).filter(Boolean);
+  if (parts.length === 0) return '';
+  const isScheme = /^bearer$/i.test(parts[0]!);
+  if (parts.length === 1) return isScheme ? '' : parts[0]!;
+  return parts.length === 2 && isScheme ? parts[1]! : null;
 }
 
 export function createWsListener(options: WsListenerOptions): Server {

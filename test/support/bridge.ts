@@ -32,6 +32,8 @@ export interface TestBridgeOptions extends Omit<BridgeOptions, 'agentCommand' | 
   agentCommand?: readonly string[];
   /** Extra environment for the agent child, on top of LOG_LEVEL=silent. */
   agentEnv?: Record<string, string>;
+  /** server.bind_host; default 127.0.0.1 (`url` stays on 127.0.0.1, reachable under 0.0.0.0 too). */
+  bindHost?: string;
 }
 
 export interface RunningBridge {
@@ -44,12 +46,18 @@ export interface RunningBridge {
 }
 
 /**
- * Starts a real bridge on 127.0.0.1 from a raw config. `raw.bridge` is merged over `{ port: 0, voice_url }`
+ * Starts a real bridge on 127.0.0.1 (or `bindHost`) from a raw config. `raw.bridge` is merged over `{ port: 0, voice_url }`
  * where the default voice_url is a port nothing listens on (the voice server unreachable).
  */
 export async function startTestBridge(
   raw: Record<string, unknown>,
-  { dataDir, agentCommand = EMBEDDED_AGENT, agentEnv = {}, ...options }: TestBridgeOptions,
+  {
+    dataDir,
+    agentCommand = EMBEDDED_AGENT,
+    agentEnv = {},
+    bindHost = '127.0.0.1',
+    ...options
+  }: TestBridgeOptions,
 ): Promise<RunningBridge> {
   const { bridge: bridgeRaw = {}, ...rest } = raw as { bridge?: Record<string, unknown> };
   const voiceUrl = bridgeRaw.voice_url ?? `http://127.0.0.1:${await freePort()}`;
@@ -57,7 +65,7 @@ export async function startTestBridge(
     parseConfig({
       ...rest,
       data_dir: dataDir,
-      server: { bind_host: '127.0.0.1' },
+      server: { bind_host: bindHost },
       bridge: { port: 0, ...bridgeRaw, voice_url: voiceUrl },
     }),
     silentLogger,
