@@ -6,6 +6,9 @@
 // Search is MiniSearch keyword search (prefix + small fuzzy, facts boosted): it never calls a model.
 // The files are the truth: the index is built from them on open/reload and updated in step with every
 // write this store makes, so it never holds more than the files do.
+// Adding an entry rewrites the whole file atomically (writeFileAtomic), never appends in place: a crash
+// leaves the file as it was before or after the entry, never with half a line. A file that ends without a
+// newline (hand edits, other tools) gets one before the next entry, so an entry never runs into it.
 import { createHash } from 'node:crypto';
 import { readdir, readFile, stat } from 'node:fs/promises';
 import { join } from 'node:path';
@@ -102,6 +105,17 @@ export class MemoryStore {
       this.add({ id: factId(text, date), text, source: 'fact', date });
     });
     return true;
+  }
+
+  /**
+   * Overwrites MEMORY.md with `content` (the persona admin route) and reindexes. It must come through here:
+   * an overwrite outside this store can land while remember() holds the old text, and remember() then
+   * writes that old text back with its fact appended, silently undoing an overwrite that was acknowledged.
+   */
+  async replaceMemoryFile(content: string): Promise<void> {
+    const path = join(this.workspaceDir, MEMORY_FILE);
+    await this.exclusive(path, () => writeFileAtomic(path, content));
+    await this.reload();
   }
 
   /**

@@ -3,6 +3,7 @@
 // them again on every turn, so an edit takes effect on the next prompt.
 import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
+import { createFileAtomic } from '../util/atomic-file.js';
 
 /** The only file names the persona admin route accepts (SPEC), in system-prompt order. */
 export const PERSONA_FILES = [
@@ -85,13 +86,9 @@ export async function seedWorkspace(dir: string): Promise<PersonaFile[]> {
   await mkdir(join(dir, MEMORY_LOG_DIR), { recursive: true });
   const created: PersonaFile[] = [];
   for (const name of PERSONA_FILES) {
-    try {
-      // 'wx' fails when the file exists, so a concurrent seeder or a hand-made file always wins.
-      await writeFile(join(dir, name), DEFAULT_PERSONA[name], { flag: 'wx' });
-      created.push(name);
-    } catch (error) {
-      if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error;
-    }
+    // Created whole or not at all (a kill mid-seed must not leave a cut file that seeding then never repairs);
+    // an existing file, a concurrent seeder's or a hand-made one, always wins.
+    if (await createFileAtomic(join(dir, name), DEFAULT_PERSONA[name])) created.push(name);
   }
   return created;
 }

@@ -60,8 +60,9 @@ export function registerAdminRoutes(app: FastifyInstance, options: AdminRouteOpt
       if (!(PERSONA_FILES as readonly string[]).includes(body.file)) {
         throw new HttpError(400, 'unknown_persona_file', `file must be one of ${PERSONA_FILES.join(', ')}`);
       }
-      await writeFileAtomic(join(options.workspaceDir, body.file), body.content);
-      if (body.file === 'MEMORY.md') await (await options.memory()).reload();
+      // MEMORY.md goes through the memory store, in turn with `remember`, so neither undoes the other.
+      if (body.file === 'MEMORY.md') await (await options.memory()).replaceMemoryFile(body.content);
+      else await writeFileAtomic(join(options.workspaceDir, body.file), body.content);
       return { ok: true, file: body.file, bytes: Buffer.byteLength(body.content) };
     });
 
