@@ -28,7 +28,17 @@ export async function startRobots(otaUrl: string, count: number, parallel = 10):
   const worker = async () => {
     while (next < robots.length) {
       const robot = robots[next++]!;
-      await robot.start();
+      // A busy server can miss one hello deadline while hundreds connect; two misses are a real failure.
+      for (let attempt = 1; ; attempt++) {
+        try {
+          await robot.start();
+          break;
+        } catch (error) {
+          if (attempt >= 3)
+            throw new Error(`robot ${robot.deviceId} did not connect: ${(error as Error).message}`);
+          await delay(500 * attempt);
+        }
+      }
     }
   };
   await Promise.all(Array.from({ length: Math.min(parallel, count) }, worker));
@@ -37,6 +47,11 @@ export async function startRobots(otaUrl: string, count: number, parallel = 10):
 
 export function stopRobots(robots: VirtualRobot[]): void {
   for (const robot of robots) robot.disconnect();
+}
+
+/** A wait that grows with the fleet: `perDeviceMs` per device, never below `baseMs`. */
+export function scaledMs(baseMs: number, devices: number, perDeviceMs: number): number {
+  return Math.max(baseMs, devices * perDeviceMs);
 }
 
 /** Polls `check` every 20 ms until it holds or `timeoutMs` passes; returns whether it held. */
@@ -73,7 +88,10 @@ export async function streamPackets(
   return sentAt;
 }
 
-/** One turn: listen start, say the utterance, wait for the reply to end (tts stop). */
+/**
+ * One turn: listen start, say the utterance, wait for the reply to end (tts stop). `timeoutMs` counts from
+ * the last packet sent, so a server whose VAD runs behind is timed, not cut off.
+ */
 export async function doTurn(
   robot: VirtualRobot,
   utterance: Utterance,
@@ -88,14 +106,16 @@ export async function doTurn(
   robot.on('frame', onFrame);
   robot.on('audio', onAudio);
   let timer: NodeJS.Timeout | undefined;
+  let timedOut: () => void = () => {};
   const replied = new Promise<boolean>((resolve) => {
     onReply = () => resolve(true);
+    timedOut = () => resolve(false);
     robot.once('reply', onReply);
-    timer = setTimeout(() => resolve(false), timeoutMs);
   });
   try {
     robot.listen('start', 'auto');
     const sentAt = await streamPackets(robot, utterance.packets);
+    timer = setTimeout(timedOut, timeoutMs);
     const ok = await replied;
     const endPacketSentAt = utterance.endPacket >= 0 ? sentAt[utterance.endPacket] : undefined;
     return { ok, audioAt: [...audioAt], ...(endPacketSentAt !== undefined ? { endPacketSentAt } : {}) };

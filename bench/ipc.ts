@@ -34,10 +34,30 @@ export interface ServerSample {
   loopDelay: { p50: number; p99: number; max: number };
 }
 
+/** The server at rest, after forced GCs: what must stay flat while devices come and go. */
+export interface ResourceSample {
+  memory: NodeJS.MemoryUsage;
+  /** process.getActiveResourcesInfo(), counted by type (TCPSocketWrap, Timeout, …). */
+  handles: Record<string, number>;
+  /** Open file descriptors (/proc/self/fd), -1 where there is no /proc. */
+  fds: number;
+  registry: number;
+  /** Sessions not yet closed, and conversations still attached to one. */
+  sessions: number;
+  attached: number;
+  /** Created but not yet garbage-collected, after the forced GCs (FinalizationRegistry). */
+  liveSessions: number;
+  liveConversations: number;
+  sessionsCreated: number;
+}
+
 export type ChildRequest =
   | { id: number; cmd: 'sample'; gc?: boolean }
+  | { id: number; cmd: 'resources' }
   | { id: number; cmd: 'turns' }
   | { id: number; cmd: 'exit' };
+
+type RequestBody = { cmd: 'sample'; gc?: boolean } | { cmd: 'resources' } | { cmd: 'turns' };
 
 export type ChildMessage =
   | { type: 'ready'; wsPort: number; httpPort: number }
@@ -47,7 +67,10 @@ export type ChildMessage =
 /** The parent's handle on the server child. */
 export class ServerChild {
   private nextId = 1;
-  private readonly pending = new Map<number, (result: unknown) => void>();
+  private readonly pending = new Map<
+    number,
+    { resolve: (result: unknown) => void; reject: (e: Error) => void }
+  >();
 
   private constructor(
     private readonly child: ChildProcess,
@@ -56,8 +79,14 @@ export class ServerChild {
   ) {
     child.on('message', (message: ChildMessage) => {
       if (message.type !== 'reply') return;
-      this.pending.get(message.id)?.(message.result);
+      this.pending.get(message.id)?.resolve(message.result);
       this.pending.delete(message.id);
+    });
+    // A server that dies under load (out of memory, a crash) must fail the bench, not hang it.
+    child.once('exit', (code, signal) => {
+      for (const { reject } of this.pending.values())
+        reject(new Error(`server child exited (${signal ?? code}) with a request pending`));
+      this.pending.clear();
     });
   }
 
@@ -92,13 +121,17 @@ export class ServerChild {
     return this.request({ cmd: 'sample', gc }) as Promise<ServerSample>;
   }
 
+  resources(): Promise<ResourceSample> {
+    return this.request({ cmd: 'resources' }) as Promise<ResourceSample>;
+  }
+
   /** Finished turns since the last call. */
   turns(): Promise<TurnFigures[]> {
     return this.request({ cmd: 'turns' }) as Promise<TurnFigures[]>;
   }
 
   async stop(): Promise<void> {
-    if (this.child.exitCode !== null) return;
+    if (this.child.exitCode !== null || this.child.signalCode !== null) return;
     const exited = new Promise<void>((resolve) => this.child.once('exit', () => resolve()));
     this.child.send({ id: 0, cmd: 'exit' } satisfies ChildRequest);
     const timer = setTimeout(() => this.child.kill('SIGKILL'), 5000);
@@ -106,10 +139,12 @@ export class ServerChild {
     clearTimeout(timer);
   }
 
-  private request(body: { cmd: 'sample'; gc?: boolean } | { cmd: 'turns' }): Promise<unknown> {
+  private request(body: RequestBody): Promise<unknown> {
     const id = this.nextId++;
-    return new Promise((resolve) => {
-      this.pending.set(id, resolve);
+    if (this.child.exitCode !== null || this.child.signalCode !== null)
+      return Promise.reject(new Error('server child has exited'));
+    return new Promise((resolve, reject) => {
+      this.pending.set(id, { resolve, reject });
       this.child.send({ id, ...body } as ChildRequest);
     });
   }

@@ -1,28 +1,35 @@
 // `npm run bench`: the voice server's performance figures, printed as tables. Never asserts; exits 0
 // unless something crashed.
 //
-//   node dist/bench/run.js [--devices 50] [--turns 3] [--duration 20] [--audio 10]
-//                          [--only latency|streaming|capacity[,…]] [--asr-ms 50] [--llm-ms 100] [--tts-ms 20]
-//                          [--tts-chunks 3] [--text "…"]
+//   node dist/bench/run.js [--devices 50] [--turns 3] [--duration 20] [--audio 10] [--cycles 10000]
+//                          [--only latency|streaming|capacity|churn[,…]] [--asr-ms 50] [--llm-ms 100]
+//                          [--tts-ms 20] [--tts-chunks 3] [--text "…"]
 import { mkdtempSync, rmSync } from 'node:fs';
 import { cpus, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { buildUtterance } from './audio.js';
 import { runCapacity } from './capacity.js';
+import { runChurn } from './churn.js';
 import { runLatency } from './latency.js';
+import { checkOpenFiles } from './limits.js';
 import { type BenchLatencies, DEFAULT_LATENCIES } from './providers.js';
 import { runStreaming } from './streaming.js';
 
-const SECTIONS = ['latency', 'streaming', 'capacity'] as const;
+const SECTIONS = ['latency', 'streaming', 'capacity', 'churn'] as const;
 type Section = (typeof SECTIONS)[number];
+// Churn is opt-in: 10,000 cycles took 2–4 minutes on a busy 2-core machine, longer than the rest together.
+const DEFAULT_SECTIONS: Section[] = ['latency', 'streaming', 'capacity'];
 
 const USAGE = `usage: node dist/bench/run.js [options]
   --devices N     virtual robots / streams (default 50)
   --turns N       turns per robot in the latency run (default 3)
   --duration S    seconds of measured streaming in the streaming run (default 20)
   --audio S       seconds of audio per stream in the capacity run (default 10)
-  --only LIST     latency, streaming and/or capacity (comma-separated); default: all three
+  --cycles N      connect/disconnect cycles in the churn run (default 10000)
+  --concurrency N churn cycles in flight at once (default 20)
+  --only LIST     latency, streaming, capacity and/or churn (comma-separated); default: the first three.
+                  churn is opt-in (--only churn): connect/disconnect cycles, memory and handles at rest
   --asr-ms / --llm-ms / --tts-ms   fixed provider latencies (default 50 / 100 / 20)
   --tts-chunks N  chunks the bench TTS yields its 1.5 s in, all at once after --tts-ms (default 3)
   --text "..."    what the robots say (default "What is the weather like today?")`;
@@ -34,6 +41,8 @@ async function main(): Promise<void> {
       turns: { type: 'string', default: '3' },
       duration: { type: 'string', default: '20' },
       audio: { type: 'string', default: '10' },
+      cycles: { type: 'string', default: '10000' },
+      concurrency: { type: 'string', default: '20' },
       only: { type: 'string' },
       'asr-ms': { type: 'string', default: String(DEFAULT_LATENCIES.asrMs) },
       'llm-ms': { type: 'string', default: String(DEFAULT_LATENCIES.llmMs) },
@@ -51,7 +60,9 @@ async function main(): Promise<void> {
   const turns = Math.round(positive(values.turns, 'turns'));
   const durationSec = positive(values.duration, 'duration');
   const audioSec = positive(values.audio, 'audio');
-  const only = values.only?.split(',').map((s) => s.trim()) ?? [...SECTIONS];
+  const cycles = Math.round(positive(values.cycles, 'cycles'));
+  const concurrency = Math.round(positive(values.concurrency, 'concurrency'));
+  const only = values.only?.split(',').map((s) => s.trim()) ?? [...DEFAULT_SECTIONS];
   for (const name of only) {
     if (!SECTIONS.includes(name as Section)) throw new UsageError(`--only: unknown section "${name}"`);
   }
@@ -69,10 +80,16 @@ async function main(): Promise<void> {
     `deskbot bench — node ${process.version}, ${cpuList.length} × ${cpuList[0]?.model.trim() ?? 'cpu'}, ` +
       `${new Date().toISOString()}`,
   );
-  console.log(`sections: ${only.join(', ')}; devices ${devices}, turns ${turns}, duration ${durationSec} s`);
+  console.log(
+    `sections: ${only.join(', ')}; devices ${devices}, turns ${turns}, duration ${durationSec} s` +
+      (wanted('churn') ? `, churn ${cycles} cycles × ${concurrency} in flight` : ''),
+  );
+  // Robots and churn clients here, their peers in the server child (same limit), plus the runtime's own.
+  checkOpenFiles(devices + concurrency + 256);
 
   const dataDir = mkdtempSync(join(tmpdir(), 'deskbot-bench-main-'));
   const began = performance.now();
+  const durations: string[] = [];
   try {
     const utterance = await buildUtterance(values.text, 1000, dataDir);
     if (utterance.endPacket < 0 || utterance.utterancesFound !== 1) {
@@ -81,14 +98,23 @@ async function main(): Promise<void> {
           'the device-view latency needs exactly one',
       );
     }
-    if (wanted('latency')) await runLatency({ devices, turns, latencies, utterance });
-    if (wanted('streaming')) await runStreaming({ devices, durationSec, latencies, utterance });
-    if (wanted('capacity')) await runCapacity({ streams: devices, audioSec, utterance, dataDir });
+    const timed = async (section: Section, run: () => Promise<void>) => {
+      if (!wanted(section)) return;
+      const start = performance.now();
+      await run();
+      durations.push(`${section} ${seconds(start)} s`);
+    };
+    await timed('latency', () => runLatency({ devices, turns, latencies, utterance }));
+    await timed('streaming', () => runStreaming({ devices, durationSec, latencies, utterance }));
+    await timed('capacity', () => runCapacity({ streams: devices, audioSec, utterance, dataDir }));
+    await timed('churn', () => runChurn({ cycles, concurrency, latencies, utterance }));
   } finally {
     rmSync(dataDir, { recursive: true, force: true });
   }
-  console.log(`\nbench done in ${((performance.now() - began) / 1000).toFixed(1)} s`);
+  console.log(`\nbench done in ${seconds(began)} s (${durations.join(', ')})`);
 }
+
+const seconds = (since: number) => ((performance.now() - since) / 1000).toFixed(1);
 
 class UsageError extends Error {}
 

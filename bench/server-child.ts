@@ -1,7 +1,7 @@
 // The voice server under test, alone in its own process (forked by the bench), so its CPU and memory
 // are its own. Bench providers of fixed latency; real Silero VAD, real Opus, real WebSockets.
 // Answers the parent over IPC: resource samples, and the stage timings of every finished turn.
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, readdirSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { monitorEventLoopDelay } from 'node:perf_hooks';
@@ -10,7 +10,7 @@ import { silentLogger } from '../src/util/log.js';
 import type { Conversation, TurnTiming } from '../src/voice/conversation.js';
 import { startVoiceServer } from '../src/voice/server.js';
 import type { DeviceSession } from '../src/voice/session.js';
-import type { ChildMessage, ChildRequest, ServerSample, TurnFigures } from './ipc.js';
+import type { ChildMessage, ChildRequest, ResourceSample, ServerSample, TurnFigures } from './ipc.js';
 import { benchProviders, DEFAULT_LATENCIES } from './providers.js';
 
 const send = (message: ChildMessage) => process.send?.(message);
@@ -21,6 +21,9 @@ async function main(): Promise<void> {
   const config = parseConfig({
     data_dir: dataDir,
     server: { bind_host: '127.0.0.1', ws_port: 0, http_port: 0 },
+    // Turn reports and perception events go nowhere (refused at once), never to a bridge someone runs on
+    // the default port.
+    bridge: { url: 'http://127.0.0.1:9' },
   });
   const voice = await startVoiceServer(config, silentLogger, { providers: benchProviders(latencies) });
 
@@ -28,8 +31,20 @@ async function main(): Promise<void> {
   const sessions = new Set<DeviceSession>();
   let turns: TurnFigures[] = [];
   let attached = 0;
+  // Counts objects the server has let go of: after a forced GC, created − collected is what something
+  // still holds (a leak, when it grows with the connections that came and went).
+  const live = { sessions: 0, conversations: 0, sessionsCreated: 0 };
+  const collected = new FinalizationRegistry<'sessions' | 'conversations'>((kind) => live[kind]--);
 
   voice.onSession((session) => {
+    live.sessions++;
+    live.sessionsCreated++;
+    collected.register(session, 'sessions');
+    const conversation = voice.conversationOf(session);
+    if (conversation) {
+      live.conversations++;
+      collected.register(conversation, 'conversations');
+    }
     sessions.add(session);
     session.on('closed', () => sessions.delete(session));
     // The server creates the conversation after the hello, once its VAD has loaded; there is no event for
@@ -83,10 +98,41 @@ async function main(): Promise<void> {
     };
   };
 
+  const resources = async (): Promise<ResourceSample> => {
+    // Finalizers and native weak callbacks run after the GC, on later turns of the loop: collect, let them
+    // run, collect again.
+    for (let i = 0; i < 3; i++) {
+      (globalThis as { gc?: () => void }).gc?.();
+      await new Promise((resolve) => setImmediate(resolve));
+    }
+    const handles: Record<string, number> = {};
+    for (const type of process.getActiveResourcesInfo()) handles[type] = (handles[type] ?? 0) + 1;
+    let fds = -1;
+    try {
+      fds = readdirSync('/proc/self/fd').length;
+    } catch {
+      // no /proc (not Linux): the handle counts still stand
+    }
+    return {
+      memory: process.memoryUsage(),
+      handles,
+      fds,
+      registry: voice.registry.size,
+      sessions: sessions.size,
+      attached,
+      liveSessions: live.sessions,
+      liveConversations: live.conversations,
+      sessionsCreated: live.sessionsCreated,
+    };
+  };
+
   process.on('message', async (request: ChildRequest) => {
     switch (request.cmd) {
       case 'sample':
         send({ type: 'reply', id: request.id, result: sample(request.gc === true) });
+        break;
+      case 'resources':
+        send({ type: 'reply', id: request.id, result: await resources() });
         break;
       case 'turns':
         send({ type: 'reply', id: request.id, result: turns });

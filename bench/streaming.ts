@@ -4,7 +4,7 @@
 import { setTimeout as delay } from 'node:timers/promises';
 import type { VirtualRobot } from '../src/device/robot.js';
 import type { Utterance } from './audio.js';
-import { startRobots, stopRobots, streamPackets, waitUntil } from './fleet.js';
+import { scaledMs, startRobots, stopRobots, streamPackets, waitUntil } from './fleet.js';
 import { ServerChild, type ServerSample } from './ipc.js';
 import { cpuMs } from './latency.js';
 import type { BenchLatencies } from './providers.js';
@@ -30,7 +30,11 @@ export async function runStreaming(options: StreamingOptions): Promise<void> {
   let robots: VirtualRobot[] = [];
   try {
     robots = await startRobots(server.otaUrl, devices);
-    await waitUntil(async () => (await server.sample()).attached >= devices, 10_000);
+    const attached = await waitUntil(
+      async () => (await server.sample()).attached >= devices,
+      scaledMs(10_000, devices, 50),
+    );
+    if (!attached) console.log('  warning: not all conversations attached; figures are per requested device');
     await delay(1000);
     const connected = await server.sample(true);
     const idleCpu = await measureCpu(server, 2000);
@@ -77,6 +81,13 @@ export async function runStreaming(options: StreamingOptions): Promise<void> {
       ? `${fmt((full.memory.memory.rss - halfWindow.memory.memory.rss) / (devices - half) / 1024, 0)} KB`
       : '–';
     const b = full.end;
+    const found = b.utterances - full.start.utterances;
+    const dropped = b.droppedAudio - full.start.droppedAudio;
+    // A server that falls behind real time scores less audio than it is sent, so its CPU per device
+    // undercounts; the per-core figure is then no capacity at all. The devices stream in step, so the
+    // window may hold one utterance per device fewer than the estimate without anything being late.
+    const behind = dropped > 0 || found < expectedUtterances - devices;
+    const perCore = behind ? 'not measured (server behind real time)' : 1 / perDevice >= 200 ? 'ok' : 'MISS';
     printPairs([
       ['server CPU, connected but silent', `${fmt(100 * idleCpu)} % of a core`],
       [
@@ -91,14 +102,12 @@ export async function runStreaming(options: StreamingOptions): Promise<void> {
       ['CPU per added device (marginal)', `${fmt(marginal * 1000, 2)} ms/s`],
       [
         'streaming devices per core',
-        `${fmt(1 / perDevice, 0)} (target ≥ 200: ${1 / perDevice >= 200 ? 'ok' : 'MISS'}); marginal ${fmt(1 / marginal, 0)}`,
+        `${fmt(1 / perDevice, 0)} (target ≥ 200: ${perCore}); marginal ${behind ? '–' : fmt(1 / marginal, 0)}`,
       ],
       ['robots CPU (this process, all)', `${fmt(100 * full.clientFraction)} % of a core`],
-      [
-        'utterances found by the VAD',
-        `${b.utterances - full.start.utterances} (≈${expectedUtterances} expected)`,
-      ],
-      ['uplink packets dropped (VAD backlog)', String(b.droppedAudio - full.start.droppedAudio)],
+      ['utterances found by the VAD', `${found} (≈${expectedUtterances} expected)`],
+      ['uplink packets dropped (VAD backlog)', String(dropped)],
+      ['server kept up with real time', behind ? 'NO (VAD backlog: fewer utterances or drops)' : 'yes'],
       [
         'server event-loop lag',
         `p50 ${fmt(b.loopDelay.p50)} / p99 ${fmt(b.loopDelay.p99)} / max ${fmt(b.loopDelay.max)} ms`,

@@ -8,6 +8,11 @@ import { decodeWav } from './wav.js';
 export const ASSET_EXTENSIONS = ['.wav', '.mp3', '.ogg', '.opus'] as const;
 const SAFE_NAME = /^[\p{L}\p{N}][\p{L}\p{N} ._'-]{0,100}$/u;
 
+/** A plain file name inside the folder: no separators, no `..`, no NUL, nothing absolute. */
+export function isSafeAssetName(name: string): boolean {
+  return SAFE_NAME.test(name) && !name.includes('..');
+}
+
 export interface AssetInfo {
   name: string;
   file: string;
@@ -45,7 +50,7 @@ export class AssetLibrary {
 
   /** Finds an asset by name (case-insensitive, with or without extension). */
   async find(name: string): Promise<AssetInfo> {
-    if (!SAFE_NAME.test(name) || name.includes('..')) {
+    if (!isSafeAssetName(name)) {
       throw new AssetError('unsafe_name', 'asset names are plain file names inside the songs folder');
     }
     const wanted = name.toLowerCase();

@@ -77,7 +77,7 @@ export async function startBridge(
   let memoryStore: Promise<MemoryStore> | undefined;
   const memory = () => (memoryStore ??= MemoryStore.open(workspaceDir));
   const toggles = new TogglesStore(dataDir);
-  const voice = new VoiceClient(config.bridge.voice_url);
+  const voice = new VoiceClient(config.bridge.voice_url, config.voice_admin.token);
   await cleanStaleTempFiles([workspaceDir, join(workspaceDir, 'memory'), join(dataDir, 'state')]);
   const agentModel = () => readModelOverrides(dataDir).agent ?? config.agent.model;
   const cloudKey = () => Boolean(config.LLM.TwoTier.cloud_api_key || config.cloud.api_key);
@@ -154,6 +154,7 @@ export async function startBridge(
     channels: { robot: config.bridge.robot_channel, legacy: config.bridge.robot_channel_legacy },
     kidMode: () => toggles.get().kid_mode,
     maxSentences: config.bridge.max_sentences,
+    calendarText: () => calendar.promptText(),
     escalation: {
       memory,
       voice,
@@ -222,6 +223,7 @@ export async function startBridge(
       (await voice.get<{ devices?: Array<Record<string, unknown>> }>('devices', 3000)).devices ?? [],
     calendar,
     logger: logger.child({ component: 'ui' }),
+    now: () => (options.clock ?? wallClock).now(),
   });
   const modeActions: ModeActions = {
     describePhoto: async (deviceId, question) => {

@@ -28,6 +28,12 @@ export function toHttpError(error: unknown): HttpError {
   if (status === 415) {
     return new HttpError(415, 'unsupported_media_type', 'send the body as application/json');
   }
+  if (e?.code === 'FST_ERR_BAD_URL') {
+    return new HttpError(400, 'bad_url', 'the URL is not valid (a broken percent-escape?)');
+  }
+  if (e?.code === 'FST_ERR_MAX_PARAM_LENGTH') {
+    return new HttpError(414, 'url_too_long', 'a part of the URL is longer than this route accepts');
+  }
   if (e?.code === 'FST_ERR_CTP_EMPTY_JSON_BODY') {
     return new HttpError(400, 'empty_body', 'the JSON body is empty');
   }

@@ -3,7 +3,7 @@
 // none connected → 503, bad body → 400, device error → 502, device timeout → 504.
 import type { FastifyInstance } from 'fastify';
 import { z } from 'zod';
-import { AssetError, type AssetLibrary } from '../audio/assets.js';
+import { AssetError, type AssetLibrary, isSafeAssetName } from '../audio/assets.js';
 import { encodeWav } from '../audio/wav.js';
 import { McpError, toolResultText } from '../protocol/index.js';
 import { ProviderConfigError, TwoTierLlm } from '../providers/llm/twotier.js';
@@ -122,6 +122,10 @@ export function registerAdminRoutes(app: FastifyInstance, options: AdminRouteOpt
 
   app.post('/device/admin/play-asset', async (request) => {
     const body = parseBody(schemas.asset, request.body);
+    // A name that could leave the songs folder is bad input whether or not a device is connected.
+    if (!isSafeAssetName(body.name)) {
+      throw new HttpError(400, 'unsafe_name', 'asset names are plain file names inside the songs folder');
+    }
     const { session, conversation: c } = conversation(body.device_id);
     try {
       const asset = await options.assets.find(body.name);

@@ -3,7 +3,7 @@
 // OpenAI-compatible vision model as an image_url data URI; the answer goes back to the device, which
 // returns it as its take_photo tool result.
 import multipart from '@fastify/multipart';
-import type { FastifyInstance } from 'fastify';
+import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { Config } from '../config/index.js';
 import { type Endpoint, joinUrl } from '../providers/openai-client.js';
 import { HttpError } from '../util/http-error.js';
@@ -13,6 +13,7 @@ import type { DeviceSession } from './session.js';
 
 export const VISION_PATH = '/mcp/vision/explain';
 const MAX_PHOTO_BYTES = 2 * 1024 * 1024;
+const MAX_FIELDS = 8;
 
 export interface VisionOptions {
   registry: DeviceRegistry<DeviceSession>;
@@ -25,7 +26,7 @@ export interface VisionOptions {
 
 export async function registerVision(app: FastifyInstance, options: VisionOptions): Promise<void> {
   await app.register(multipart, {
-    limits: { fileSize: MAX_PHOTO_BYTES, files: 1, fields: 8, fieldSize: 4096 },
+    limits: { fileSize: MAX_PHOTO_BYTES, files: 1, fields: MAX_FIELDS, fieldSize: 4096 },
   });
   app.post(VISION_PATH, async (request) => {
     const deviceId = String(request.headers['device-id'] ?? '').toLowerCase();
@@ -40,17 +41,7 @@ export async function registerVision(app: FastifyInstance, options: VisionOption
     }
     if (!request.isMultipart())
       throw new HttpError(400, 'not_multipart', 'post multipart/form-data with question and file');
-    let question = 'Describe what you see.';
-    let photo: Buffer | undefined;
-    for await (const part of request.parts()) {
-      if (part.type === 'file') {
-        photo = await part.toBuffer();
-        if (part.file.truncated)
-          throw new HttpError(413, 'photo_too_large', `photos are limited to ${MAX_PHOTO_BYTES} bytes`);
-      } else if (part.fieldname === 'question' && typeof part.value === 'string' && part.value.trim()) {
-        question = part.value.trim();
-      }
-    }
+    const { question, photo } = await readPhoto(request);
     if (!photo || photo.length < 4 || photo[0] !== 0xff || photo[1] !== 0xd8) {
       throw new HttpError(400, 'not_a_jpeg', 'the file part must be a JPEG image');
     }
@@ -67,6 +58,35 @@ export async function registerVision(app: FastifyInstance, options: VisionOption
     }
   });
 }
+
+/** The upload's question and photo; a malformed or oversized upload is the caller's error (400/413), never a 500. */
+async function readPhoto(request: FastifyRequest): Promise<{ question: string; photo: Buffer | undefined }> {
+  let question = 'Describe what you see.';
+  let photo: Buffer | undefined;
+  try {
+    for await (const part of request.parts()) {
+      if (part.type === 'file') {
+        photo = await part.toBuffer();
+        if (part.file.truncated) throw photoTooLarge();
+      } else if (part.fieldname === 'question' && typeof part.value === 'string' && part.value.trim()) {
+        question = part.value.trim();
+      }
+    }
+  } catch (error) {
+    if (error instanceof HttpError) throw error;
+    const code = (error as { code?: string }).code;
+    if (code === 'FST_REQ_FILE_TOO_LARGE') throw photoTooLarge();
+    if (code === 'FST_FILES_LIMIT' || code === 'FST_FIELDS_LIMIT' || code === 'FST_PARTS_LIMIT') {
+      throw new HttpError(413, 'too_many_parts', `send one file and at most ${MAX_FIELDS} fields`);
+    }
+    // busboy's own complaints (no boundary, the body ends mid-part) carry no status: they are bad input.
+    throw new HttpError(400, 'bad_multipart', `the multipart body is malformed: ${(error as Error).message}`);
+  }
+  return { question, photo };
+}
+
+const photoTooLarge = () =>
+  new HttpError(413, 'photo_too_large', `photos are limited to ${MAX_PHOTO_BYTES} bytes`);
 
 async function describe(options: VisionOptions, question: string, jpeg: Buffer): Promise<string> {
   const response = await fetch(joinUrl(options.vlm.url, 'chat/completions'), {
