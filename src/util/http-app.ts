@@ -42,7 +42,8 @@ export function createHttpApp(options: HttpAppOptions): FastifyInstance {
   return app;
 }
 
-function writeClientError(error: Error, socket: Socket): void {
+/** Node's clientError: malformed HTTP answered in the error shape (fastify's and the device WS listener's). */
+export function writeClientError(error: Error, socket: Socket): void {
   const code = (error as { code?: string }).code;
   if (code === 'ECONNRESET' || socket.destroyed) return;
   const [status, body] =

@@ -127,9 +127,13 @@ export class DeviceSession extends EventEmitter<SessionEvents> implements Regist
 
   close(code = 1000, reason = 'closing'): void {
     if (this.socket.readyState === this.socket.OPEN || this.socket.readyState === this.socket.CONNECTING) {
-      this.socket.close(code, reason);
-      // A peer that never answers the Close handshake must not keep the session alive.
-      setTimeout(() => this.socket.terminate(), 2000).unref();
+      const socket = this.socket;
+      socket.close(code, reason);
+      // A peer that never answers the Close handshake must not keep its socket open. The timer holds only the
+      // socket (not this session) and goes as soon as the socket closes.
+      const timer = setTimeout(() => socket.terminate(), 2000);
+      timer.unref();
+      socket.once('close', () => clearTimeout(timer));
     }
     this.onClose(code, reason);
   }

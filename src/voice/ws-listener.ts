@@ -1,9 +1,11 @@
 // The device WebSocket listener: path check, upgrade headers (any case, query-string fallback for
 // browser clients), binary version negotiation and token check — all before the 101 — then a session.
 import { createServer, type IncomingMessage, type Server } from 'node:http';
+import type { Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
 import { WebSocketServer } from 'ws';
 import { isBinaryVersion, normaliseDeviceId } from '../protocol/index.js';
+import { writeClientError } from '../util/http-app.js';
 import type { Logger } from '../util/log.js';
 import { verifyDeviceToken } from './device-token.js';
 import type { ConnectInfo } from './session.js';
@@ -149,6 +151,8 @@ export function createWsListener(options: WsListenerOptions): Server {
       options.onConnection(ws, decision.info, request);
     });
   });
+  // Malformed HTTP on the device port gets the error shape too, not node's bare 400.
+  server.on('clientError', (error, socket) => writeClientError(error, socket as Socket));
   server.on('close', () => wss.close());
   return server;
 }

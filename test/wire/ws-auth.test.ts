@@ -224,3 +224,23 @@ describe('a valid token', () => {
     }
   });
 });
+
+describe('malformed HTTP on the device port', () => {
+  it('answers 400 in the error shape (not a bare 400) and the listener keeps serving', async () => {
+    const answer = await new Promise<string>((resolve, reject) => {
+      const socket = connect(t.voice.wsPort, '127.0.0.1', () => socket.write('NOT HTTP AT ALL\r\n\r\n'));
+      let text = '';
+      socket.on('data', (chunk) => {
+        text += chunk.toString('latin1');
+      });
+      socket.on('close', () => resolve(text));
+      socket.on('error', reject);
+      socket.setTimeout(5000, () => socket.destroy(new Error('no answer')));
+    });
+    expect(answer).toMatch(/^HTTP\/1\.1 400 /);
+    const body = JSON.parse(answer.slice(answer.indexOf('\r\n\r\n') + 4));
+    expect(body.error.code).toBe('bad_request');
+    const plain = await fetch(`http://127.0.0.1:${t.voice.wsPort}/device/v1/`);
+    expect(plain.status).toBe(426);
+  });
+});
