@@ -39,6 +39,7 @@ export class Pacer {
   private readonly clock: Clock;
   private waiters: Array<() => void> = [];
   private queuedAudio = 0;
+  private closed = false;
   framesSent = 0;
 
   constructor(private readonly options: PacerOptions) {
@@ -50,12 +51,14 @@ export class Pacer {
 
   /** Queues a frame; when the device has room it leaves at once (no timer hop on the first-audio path). */
   enqueueAudio(replyId: number, packet: Uint8Array): void {
+    if (this.closed) return; // the device is gone: a reply still winding down must not arm the timer again
     this.queue.push({ replyId, kind: 'audio', packet });
     this.queuedAudio++;
     if (this.timer === null) this.pump();
   }
 
   enqueueControl(replyId: number, send: () => void): void {
+    if (this.closed) return;
     this.queue.push({ replyId, kind: 'control', send });
     if (this.timer === null) this.pump();
   }
@@ -86,6 +89,11 @@ export class Pacer {
     return this.queuedAudio;
   }
 
+  /** Audio and control items waiting, of every reply. */
+  get queuedItems(): number {
+    return this.queue.length;
+  }
+
   hasQueued(replyId: number): boolean {
     return this.queue.some((item) => item.replyId === replyId);
   }
@@ -105,6 +113,7 @@ export class Pacer {
   }
 
   close(): void {
+    this.closed = true;
     if (this.timer !== null) this.clock.clearTimer(this.timer);
     this.timer = null;
     this.queue.length = 0;

@@ -49,6 +49,10 @@ export interface AcpClientOptions {
 export interface PromptOptions {
   onChunk?: (text: string) => void;
   signal?: AbortSignal;
+  /** Reject at once with 'unavailable' while the runtime is down (crashed and backing off, or its launch
+   *  fails while this turn waits) instead of waiting for a respawn, up to the turn deadline. For callers that
+   *  have a fallback answer and a person waiting for it. */
+  failWhenDown?: boolean;
 }
 
 export interface PromptResult {
@@ -126,6 +130,11 @@ export class AcpClient {
     return this.sessions.size;
   }
 
+  /** The agent child's process id; undefined while none runs. */
+  get pid(): number | undefined {
+    return this.runtime.pid;
+  }
+
   /** Spawns the child and waits for its initialize answer. On failure it rejects, and keeps retrying in the
    *  background with backoff until close(). */
   start(): Promise<void> {
@@ -137,6 +146,9 @@ export class AcpClient {
     if (opts.signal?.aborted)
       throw new AcpClientError('aborted', 'turn aborted by the caller before it started');
     this.runtime.startLazily();
+    // Known down: answering now beats queuing behind a respawn that may never come up.
+    const down = opts.failWhenDown ? this.runtime.downError() : undefined;
+    if (down) throw down;
 
     const turn = new AbortController();
     const deadline = setTimeout(
@@ -149,7 +161,7 @@ export class AcpClient {
     let release: (() => void) | undefined;
     try {
       release = await this.turns.acquire(conversation, turn.signal);
-      return await this.runTurn(conversation, text, opts.onChunk, turn.signal, hold);
+      return await this.runTurn(conversation, text, opts, turn.signal, hold);
     } finally {
       clearTimeout(deadline);
       opts.signal?.removeEventListener('abort', onCallerAbort);
@@ -179,15 +191,15 @@ export class AcpClient {
   private async runTurn(
     conversation: string,
     text: string,
-    onChunk: ((text: string) => void) | undefined,
+    opts: PromptOptions,
     signal: AbortSignal,
     hold: TurnHold,
   ): Promise<PromptResult> {
     let retried = false;
     for (;;) {
-      const ready = await this.runtime.waitReady(signal);
+      const ready = await this.runtime.waitReady(signal, opts.failWhenDown);
       const entry = await this.sessionFor(conversation, ready, signal);
-      const outcome = await this.promptOnce(conversation, entry, ready, text, onChunk, signal, hold);
+      const outcome = await this.promptOnce(conversation, entry, ready, text, opts.onChunk, signal, hold);
       if (outcome !== 'session_not_found') return outcome;
       this.sessions.drop(conversation, entry, 'agent does not know the session', false);
       if (retried) {

@@ -10,6 +10,7 @@ export type AcpErrorCode =
   | 'closed' // close() was called
   | 'session_not_found' // the agent refused the session twice in a row (after one retry on a fresh session)
   | 'init_failed' // the child did not answer initialize in time, or with an incompatible protocol version
+  | 'unavailable' // the runtime is down (crashed or failing to start) and the caller chose not to wait
   | 'agent_error'; // any other JSON-RPC error the agent returned (see rpcCode)
 
 export class AcpClientError extends Error {

@@ -53,6 +53,9 @@ export class AgentRuntime {
   private respawnTimer: NodeJS.Timeout | null = null;
   private launching: Promise<void> | null = null;
   private readonly readyWaiters = new Set<Waiter<Ready>>();
+  /** Waiters that give up when the launch they wait for fails, instead of waiting through the backoff. */
+  private readonly launchWaiters = new Set<Waiter<Ready>>();
+  private lastDown = '';
   private readonly stderrTail = new StderrTail();
   private ping: { gen: number; answer: Promise<boolean> } | null = null;
 
@@ -63,6 +66,11 @@ export class AgentRuntime {
 
   get closed(): boolean {
     return this.phase === 'closed';
+  }
+
+  /** The running child's process id; undefined between children. */
+  get pid(): number | undefined {
+    return this.child?.pid;
   }
 
   /** Spawns the child and waits for its initialize answer. On failure it rejects, and keeps retrying in the
@@ -100,15 +108,28 @@ export class AgentRuntime {
     if (this.phase === 'new') this.launch().catch(() => {});
   }
 
-  waitReady(signal: AbortSignal): Promise<Ready> {
+  /** Resolves with the ready connection. With `failWhenDown`, a runtime that is down (backing off after a
+   *  crash) rejects at once with 'unavailable', and so does a launch that fails while we wait for it. */
+  waitReady(signal: AbortSignal, failWhenDown = false): Promise<Ready> {
     if (this.phase === 'closed') return Promise.reject(new AcpClientError('closed', 'ACP client is closed'));
     if (this.phase === 'ready' && this.conn) return Promise.resolve({ conn: this.conn, gen: this.gen });
     if (signal.aborted) return Promise.reject(signal.reason);
+    if (failWhenDown && this.phase === 'backoff') return Promise.reject(this.unavailable());
+    const waiters = failWhenDown ? this.launchWaiters : this.readyWaiters;
     return abortableWait<Ready>(
       signal,
-      (waiter) => this.readyWaiters.add(waiter),
-      (waiter) => this.readyWaiters.delete(waiter),
+      (waiter) => waiters.add(waiter),
+      (waiter) => waiters.delete(waiter),
     );
+  }
+
+  /** The 'unavailable' error while the runtime is down (its last child died, the next is not started yet). */
+  downError(): AcpClientError | undefined {
+    return this.phase === 'backoff' ? this.unavailable() : undefined;
+  }
+
+  private unavailable(): AcpClientError {
+    return new AcpClientError('unavailable', `the agent runtime is down (${this.lastDown || 'not started'})`);
   }
 
   /** True only when the child is up, initialized and answers a round trip within timeoutMs. */
@@ -173,8 +194,9 @@ export class AgentRuntime {
     this.phase = 'closed';
     if (this.respawnTimer) clearTimeout(this.respawnTimer);
     this.respawnTimer = null;
-    for (const waiter of this.readyWaiters) waiter.reject(error);
+    for (const waiter of [...this.readyWaiters, ...this.launchWaiters]) waiter.reject(error);
     this.readyWaiters.clear();
+    this.launchWaiters.clear();
     this.conn?.close(error);
     this.conn = null;
     const child = this.child;
@@ -251,8 +273,9 @@ export class AgentRuntime {
       this.phase = 'ready';
       this.backoff.up();
       this.log.info({ pid: child.pid, gen, agent: init.agentInfo?.name }, 'agent runtime ready');
-      for (const waiter of this.readyWaiters) waiter.resolve({ conn, gen });
+      for (const waiter of [...this.readyWaiters, ...this.launchWaiters]) waiter.resolve({ conn, gen });
       this.readyWaiters.clear();
+      this.launchWaiters.clear();
     } catch (error) {
       const failure =
         error instanceof AcpClientError && error.code !== 'agent_crashed'
@@ -273,6 +296,7 @@ export class AgentRuntime {
     this.downGen = gen;
     this.options.stats.crashes++;
     const delay = this.backoff.down();
+    this.lastDown = `${(reason as Error)?.message ?? String(reason)}; next start in ${delay} ms`;
     this.log.warn(
       {
         gen,
@@ -286,6 +310,9 @@ export class AgentRuntime {
     this.conn?.close(wentAway(reason));
     this.conn = null;
     this.options.onDown();
+    const failed = this.unavailable();
+    for (const waiter of this.launchWaiters) waiter.reject(failed);
+    this.launchWaiters.clear();
     const child = this.child;
     this.child = null;
     if (child) void terminate(child);

@@ -22,13 +22,18 @@ export interface EscalationDeps {
   logger: Logger;
 }
 
+/** `signal`: the caller went away; the tool's own requests are cancelled with it. */
 export async function escalate(
   tool: EscalationTool,
   args: Record<string, unknown>,
   deps: EscalationDeps,
+  signal?: AbortSignal,
 ): Promise<string> {
   const timeoutMs = tool === 'think_hard' ? deps.thinkTimeoutMs : deps.shortTimeoutMs;
   const controller = new AbortController();
+  const onCallerGone = () => controller.abort();
+  if (signal?.aborted) controller.abort();
+  signal?.addEventListener('abort', onCallerGone, { once: true });
   let timer: NodeJS.Timeout | undefined;
   const deadline = new Promise<string>((resolve) => {
     timer = setTimeout(() => {
@@ -40,10 +45,12 @@ export async function escalate(
     const result = await Promise.race([run(tool, args, deps, controller.signal), deadline]);
     return result.slice(0, RESULT_MAX_CHARS);
   } catch (error) {
-    deps.logger.warn({ tool, err: (error as Error).message }, 'escalation tool failed');
+    if (signal?.aborted) deps.logger.info({ tool }, 'escalation cancelled: the caller went away');
+    else deps.logger.warn({ tool, err: (error as Error).message }, 'escalation tool failed');
     return `(${tool} unavailable)`;
   } finally {
     clearTimeout(timer);
+    signal?.removeEventListener('abort', onCallerGone);
   }
 }
 

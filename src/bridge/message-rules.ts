@@ -18,7 +18,7 @@ export function isRobotChannel(channel: string, names: ChannelNames): boolean {
  * The instruction sandwich for the robot channel: English + emoji rules before and after the user's words
  * (small and large models both honour the last instruction they read), with kid-safe rules in kid mode.
  */
-export function sandwich(content: string, kidMode: boolean): string {
+export function sandwich(content: string, kidMode: boolean, context = ''): string {
   const before = [
     '[Voice turn from the desk robot. Answer in English only, in one or two short spoken sentences, no markdown.',
     `Start the reply with exactly one of these emoji: ${NINE}.]`,
@@ -30,7 +30,9 @@ export function sandwich(content: string, kidMode: boolean): string {
     );
     after.push('[Kid mode is on: keep it child-safe.]');
   }
-  return `${before.join(' ')}\n\n${content}\n\n${after.join(' ')}`;
+  // Context (today's calendar) sits before the user's words, inside the sandwich, as background.
+  const background = context.trim() ? `${context.trim()}\n\n` : '';
+  return `${before.join(' ')}\n\n${background}${content}\n\n${after.join(' ')}`;
 }
 
 /** Splits text into sentences the way MAX_SENTENCES counts them: . ! ? ends, not 3.5, "..." as one. */

@@ -43,7 +43,10 @@ export async function streamSentences(
     if (sent.length === 0) emit(options.fallback);
     write({ type: 'final', content: sent.join(' ') });
   } catch (error) {
-    options.logger.warn({ err: (error as Error).message }, 'streamed reply failed');
+    options.logger.warn(
+      { err: (error as Error).message, code: (error as { code?: unknown }).code },
+      'streamed reply failed',
+    );
     if (sent.length === 0) {
       emit(options.fallback);
       write({ type: 'final', content: sent.join(' ') });

@@ -1,5 +1,5 @@
 // The bridge's LAN API: the agent-path message routes and the voice server's tool/memory routes.
-import type { FastifyInstance } from 'fastify';
+import type { FastifyInstance, FastifyReply } from 'fastify';
 import { z } from 'zod';
 import type { MemoryStore } from '../agent/memory.js';
 import { ESCALATION_TOOLS } from '../providers/llm/tools.js';
@@ -22,7 +22,12 @@ export interface ApiRouteOptions {
   channels: ChannelNames;
   kidMode: () => boolean;
   maxSentences: number;
+  /** Today's calendar as prompt lines (scrubbed), offered to the agent on the robot channel. */
+  calendarText?: () => Promise<string>;
 }
+
+/** The calendar is cached; a feed still loading must not hold a voice turn up for longer than this. */
+const CALENDAR_WAIT_MS = 500;
 
 const text = (max: number) => z.string().max(max);
 const schemas = {
@@ -42,18 +47,38 @@ const schemas = {
 
 export function registerApiRoutes(app: FastifyInstance, options: ApiRouteOptions): void {
   /** The agent's input: the robot channel gets the instruction sandwich (kid rules in kid mode); others pass raw. */
-  const agentInput = (body: z.infer<typeof schemas.message>) =>
-    isRobotChannel(body.channel, options.channels) ? sandwich(body.content, options.kidMode()) : body.content;
+  const agentInput = async (body: z.infer<typeof schemas.message>) =>
+    isRobotChannel(body.channel, options.channels)
+      ? sandwich(body.content, options.kidMode(), await calendarContext())
+      : body.content;
+  const calendarContext = async () => {
+    if (!options.calendarText) return '';
+    let timer: NodeJS.Timeout | undefined;
+    const late = new Promise<string>((resolve) => {
+      timer = setTimeout(() => resolve(''), CALENDAR_WAIT_MS);
+    });
+    try {
+      return await Promise.race([options.calendarText().catch(() => ''), late]);
+    } finally {
+      clearTimeout(timer);
+    }
+  };
   const conversation = (body: z.infer<typeof schemas.message>) =>
     body.session_id || `channel:${body.channel}`;
 
-  app.post('/api/message', async (request) => {
+  app.post('/api/message', async (request, reply) => {
     const body = parseBody(schemas.message, request.body);
+    const signal = callerGone(reply);
     try {
-      const { text: reply } = await options.agent().prompt(conversation(body), agentInput(body));
-      return { response: finishReply(reply, options.maxSentences) };
+      const { text } = await options
+        .agent()
+        .prompt(conversation(body), await agentInput(body), { signal, failWhenDown: true });
+      return { response: finishReply(text, options.maxSentences) };
     } catch (error) {
-      request.log.warn({ err: (error as Error).message }, 'agent turn failed; answering with the fallback');
+      request.log.warn(
+        { err: (error as Error).message, code: (error as { code?: unknown }).code },
+        'agent turn failed; answering with the fallback',
+      );
       return { response: AGENT_FALLBACK_REPLY };
     }
   });
@@ -64,15 +89,18 @@ export function registerApiRoutes(app: FastifyInstance, options: ApiRouteOptions
       reply,
       { maxSentences: options.maxSentences, fallback: AGENT_FALLBACK_REPLY, logger: request.log },
       async (onDelta, signal) => {
-        await options.agent().prompt(conversation(body), agentInput(body), { signal, onChunk: onDelta });
+        const input = await agentInput(body);
+        await options
+          .agent()
+          .prompt(conversation(body), input, { signal, onChunk: onDelta, failWhenDown: true });
       },
     );
   });
 
-  app.post('/api/voice/escalate', async (request) => {
+  app.post('/api/voice/escalate', async (request, reply) => {
     const body = parseBody(schemas.escalate, request.body);
     request.log.info({ tool: body.tool, session: body.session_id }, 'escalation');
-    return { result: await escalate(body.tool, body.args, options.escalation) };
+    return { result: await escalate(body.tool, body.args, options.escalation, callerGone(reply)) };
   });
 
   app.post('/api/voice/remember', async (request) => {
@@ -86,4 +114,14 @@ export function registerApiRoutes(app: FastifyInstance, options: ApiRouteOptions
     await (await options.memory()).logTurn(body.user, body.assistant, { sessionId: body.session_id });
     return { ok: true };
   });
+}
+
+/** Aborts when the caller goes away before the answer was sent, so its agent turn or tool call stops too
+ *  (the request's own 'close' fires once its body is read, so the response side decides). */
+function callerGone(reply: FastifyReply): AbortSignal {
+  const controller = new AbortController();
+  reply.raw.once('close', () => {
+    if (!reply.raw.writableFinished) controller.abort();
+  });
+  return controller.signal;
 }

@@ -148,7 +148,10 @@ export async function* streamChat(
   try {
     for await (const data of readSse(response, deadlines.idleMs, requestSignal)) {
       if (data === '[DONE]') break;
-      let parsed: { choices?: Array<{ delta?: { content?: string | null; tool_calls?: unknown[] } }> };
+      let parsed: {
+        choices?: Array<{ delta?: { content?: string | null; tool_calls?: unknown[] } }>;
+        error?: { message?: unknown } | string;
+      };
       try {
         parsed = JSON.parse(data);
       } catch {
@@ -156,6 +159,12 @@ export async function* streamChat(
           'malformed',
           `malformed stream chunk from ${endpoint.url}: ${data.slice(0, 80)}`,
         );
+      }
+      // Routers report an upstream failure after the 200 as an `error` chunk; ignoring it would end the
+      // turn in silence.
+      if (parsed.error) {
+        const message = typeof parsed.error === 'string' ? parsed.error : String(parsed.error.message ?? '');
+        throw new ProviderError('http', `error in the stream from ${endpoint.url}: ${message.slice(0, 200)}`);
       }
       const delta = parsed.choices?.[0]?.delta;
       if (delta?.content) yield { type: 'text', text: delta.content };
@@ -182,6 +191,9 @@ function mergeToolCall(calls: Map<number, ToolCall>, raw: unknown): void {
   if (part.function?.arguments) call.function.arguments += part.function.arguments;
   calls.set(index, call);
 }
+
+/** Far above any real chunk (a delta is a few tokens, a tool call's arguments a few KiB). */
+const MAX_SSE_LINE_CHARS = 1 << 20;
 
 /** Server-sent events: yields each `data:` payload; throws when the stream is silent for idleMs. */
 async function* readSse(response: Response, idleMs: number, signal: AbortSignal): AsyncGenerator<string> {
@@ -214,6 +226,9 @@ async function* readSse(response: Response, idleMs: number, signal: AbortSignal)
         if (line.startsWith('data:')) yield line.slice(5).trimStart();
         newline = buffer.indexOf('\n');
       }
+      // A stream that never ends its line would grow this buffer until the total deadline.
+      if (buffer.length > MAX_SSE_LINE_CHARS)
+        throw new ProviderError('malformed', `stream line longer than ${MAX_SSE_LINE_CHARS} characters`);
     }
   } finally {
     reader.cancel().catch(() => undefined);

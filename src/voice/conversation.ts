@@ -108,6 +108,7 @@ export class Conversation extends EventEmitter<ConversationEvents> {
   private readonly log: Logger;
   robotState: RobotState = 'idle';
   private sttAt: number | undefined;
+  private closed = false;
   readonly stats = { utterances: 0, recognized: 0, dropped: 0, replies: 0, aborted: 0, droppedAudio: 0 };
 
   private readonly timings = new Map<number, TurnTiming>();
@@ -166,6 +167,17 @@ export class Conversation extends EventEmitter<ConversationEvents> {
     return this.state;
   }
 
+  /** What the conversation still holds, for leak checks: all zero once a closed device's turns have ended. */
+  debugCounts() {
+    return {
+      controllers: this.controllers.size,
+      speeches: this.speeches.size,
+      timings: this.timings.size,
+      recognitions: this.recognitions.size,
+      pacerItems: this.pacer.queuedItems,
+    };
+  }
+
   private onListen(frame: ListenFrame): void {
     if (frame.state === 'start') this.dispatch({ type: 'listen_start', mode: frame.mode ?? 'auto' });
     else if (frame.state === 'stop') this.dispatch({ type: 'listen_stop' });
@@ -209,6 +221,7 @@ export class Conversation extends EventEmitter<ConversationEvents> {
   }
 
   private dispatch(event: TurnEvent): void {
+    if (this.closed) return; // a late result (ASR that ignored its abort) must not start a turn for nobody
     const { state, effects } = step(this.state, event, {
       minUtteranceChars: this.deps.options.minUtteranceChars,
     });
@@ -420,6 +433,8 @@ export class Conversation extends EventEmitter<ConversationEvents> {
   }
 
   private close(): void {
+    this.dispatch({ type: 'abort', reason: 'device gone' });
+    this.closed = true;
     this.recognitions.clear();
     for (const controller of this.controllers.values()) controller.abort();
     this.controllers.clear();

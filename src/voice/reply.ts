@@ -35,6 +35,10 @@ export async function runChatReply(input: ChatReplyInput): Promise<string> {
   const { llm, speech, sink, signal, log } = input;
   sink.sendJson({ type: 'llm', emotion: 'thinking', session_id: sink.sessionId });
 
+  // The model gets its own signal: when speech fails or the reply ends early, its request must close too,
+  // not run on to its own deadline with nobody listening.
+  const modelStop = new AbortController();
+  const modelSignal = AbortSignal.any([signal, modelStop.signal]);
   // `lead` marks text that starts a part of the reply: its leading emoji sets the face. A tool filler is one
   // part and the answer after it another, so each shows its own emotion.
   const segments = new AsyncQueue<{ text: string; lead: boolean }>();
@@ -51,7 +55,7 @@ export async function runChatReply(input: ChatReplyInput): Promise<string> {
       history: input.history,
       systemPrompt: input.systemPrompt,
       kidMode: input.kidMode,
-      signal,
+      signal: modelSignal,
       say: (filler) => {
         for (const segment of segmenter.flush()) push(segment);
         segments.push({ text: filler, lead: true });
@@ -72,15 +76,52 @@ export async function runChatReply(input: ChatReplyInput): Promise<string> {
   };
   readModel().catch((error) => segments.fail(error));
 
+  let failure: { stage: 'model' | 'speech'; error: unknown } | undefined;
   try {
-    for await (const segment of segments) await speech.speak(segment.text, segment.lead);
+    for await (const segment of segments) {
+      try {
+        await speech.speak(segment.text, segment.lead);
+      } catch (error) {
+        failure = { stage: 'speech', error };
+        break;
+      }
+    }
   } catch (error) {
-    if (signal.aborted) return speech.spoken.join(' ');
-    log.warn({ err: (error as Error).message, provider: llm.name }, 'model failed during a turn');
-    if (speech.spoken.length === 0) await speech.speak(MODEL_FAILURE_REPLY);
+    failure = { stage: 'model', error };
+  } finally {
+    modelStop.abort();
   }
-  await speech.finish();
+  if (signal.aborted) return speech.spoken.join(' ');
+  if (failure?.stage === 'speech') {
+    // Speech is what failed, so an apology would fail the same way: end the turn and say why in the log.
+    log.warn(
+      { err: reason(failure.error), provider: speech.ttsName },
+      'speech synthesis failed during a turn; reply cut short',
+    );
+  } else if (failure || speech.spoken.length === 0) {
+    log.warn(
+      { err: failure ? reason(failure.error) : 'the model returned no text', provider: llm.name },
+      'model failed during a turn',
+    );
+    if (speech.spoken.length === 0) await speakApology(speech, log);
+  }
+  // A reply that never reached audio still ends with `tts stop`, so the device leaves its thinking face.
+  if (speech.hasStarted) await speech.finish();
+  else speech.stopNow();
   return speech.spoken.join(' ');
+}
+
+/** The apology goes through the same speech engine; if that fails too, the turn still ends. */
+async function speakApology(speech: SpeechOut, log: Logger): Promise<void> {
+  try {
+    await speech.speak(MODEL_FAILURE_REPLY);
+  } catch (error) {
+    log.warn({ err: reason(error), provider: speech.ttsName }, 'speech synthesis failed for the apology');
+  }
+}
+
+function reason(error: unknown): string {
+  return error instanceof Error ? error.message : String(error);
 }
 
 /** Speaks fixed text (acknowledgements, inject-text) through the same segmenting and TTS path. */

@@ -45,6 +45,11 @@ export class SpeechOut {
     return this.started;
   }
 
+  /** The speech engine's name, for log lines that say which part failed. */
+  get ttsName(): string {
+    return this.options.tts.name;
+  }
+
   /** Sends the face emotion for the reply's leading emoji (or neutral) once. Returns the text after it. */
   emotion(segment: string): string {
     if (this.emotionSent) return segment;
