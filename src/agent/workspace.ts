@@ -1,7 +1,7 @@
 // The agent runtime's workspace: a folder of Markdown persona files (SPEC "Persona files") that make up
 // the agent's system prompt. The bridge's persona admin route may overwrite any of them; the agent reads
 // them again on every turn, so an edit takes effect on the next prompt.
-import { mkdir, readFile, writeFile } from 'node:fs/promises';
+import { mkdir, readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { createFileAtomic } from '../util/atomic-file.js';
 

@@ -49,7 +49,7 @@ describe('Silero batcher', () => {
     const together: number[][] = vads.map(() => []);
     for (let w = 0; w < windows; w++) {
       const results = await Promise.all(vads.map((vad, s) => vad.probability(audio[s]![w]!)));
-      results.forEach((p, s) => together[s]!.push(p));
+      for (const [s, p] of results.entries()) together[s]!.push(p);
     }
 
     expect(Math.max(largestBefore, batcher.stats.largestBatch)).toBeGreaterThanOrEqual(streams);
@@ -69,6 +69,6 @@ describe('Silero batcher', () => {
     vad.reset();
     const second: number[] = [];
     for (const window of audio) second.push(await vad.probability(window));
-    second.forEach((p, i) => expect(p).toBeCloseTo(first[i]!, 5));
+    for (const [i, p] of second.entries()) expect(p).toBeCloseTo(first[i]!, 5);
   });
 });

@@ -247,10 +247,16 @@ describe('the bridge calling a token-protected voice server', () => {
     );
     try {
       // No robot is connected: a call that got past the guard is a 503 `no_device`, one that did not is 401.
-      const through = await call(withToken.url, '/admin/kid-mode', { method: 'POST', body: { enabled: true } });
+      const through = await call(withToken.url, '/admin/kid-mode', {
+        method: 'POST',
+        body: { enabled: true },
+      });
       expect(through.status).toBe(200);
       expect(through.json.push_error ?? '').not.toMatch(/401|unauthori[sz]ed|token/i);
-      const refused = await call(withoutToken.url, '/admin/kid-mode', { method: 'POST', body: { enabled: true } });
+      const refused = await call(withoutToken.url, '/admin/kid-mode', {
+        method: 'POST',
+        body: { enabled: true },
+      });
       expect(refused.status).toBe(200); // the toggle is persisted either way; only the pip push fails
       expect(refused.json.pushed).toBe(false);
       expect(refused.json.push_error).toMatch(/bearer|token|unauthori[sz]ed/i);
