@@ -2,9 +2,8 @@
 // (recognition, replies, cancellation). The decisions live in turn-machine.ts; this file only acts.
 import { EventEmitter } from 'node:events';
 import type { AssetLibrary } from '../audio/assets.js';
-import { OpusPacketDecoder } from '../audio/opus.js';
 import { type Clock, monotonicClock, Pacer } from '../audio/pacer.js';
-import { UtteranceDetector, type UtteranceOptions, type VadModel } from '../audio/utterance.js';
+import type { UtteranceOptions, VadModel } from '../audio/utterance.js';
 import type { ListenFrame } from '../protocol/index.js';
 import type { AsrProvider } from '../providers/asr/types.js';
 import type { LlmProvider } from '../providers/llm/types.js';
@@ -24,6 +23,7 @@ import {
   type TurnEvent,
   type TurnState,
 } from './turn-machine.js';
+import { UPLINK_RATE, UplinkAudio } from './uplink.js';
 
 export interface ConversationOptions {
   robotName: string;
@@ -68,10 +68,6 @@ const ACKNOWLEDGEMENTS: Record<RobotState, string> = {
   talk: '😊 Yes?',
 };
 
-const UPLINK_RATE = 16_000;
-/** Uplink packets waiting for the VAD before new ones are dropped (250 × 60 ms = 15 s, ~0.5 MB of PCM). */
-const MAX_AUDIO_BACKLOG = 250;
-
 /** Stage timings of one turn (performance.now() milliseconds), for metrics and the bench. */
 export interface TurnTiming {
   turnId: number;
@@ -97,14 +93,9 @@ export class Conversation extends EventEmitter<ConversationEvents> {
   private state: TurnState = initialTurnState();
   private readonly controllers = new Map<number, AbortController>();
   private readonly speeches = new Map<number, SpeechOut>();
-  private readonly decoder = new OpusPacketDecoder(UPLINK_RATE);
-  private detector: UtteranceDetector | undefined;
+  private readonly uplink: UplinkAudio;
   private readonly pacer: Pacer;
   private readonly history: ChatMessage[] = [];
-  private manualAudio: Int16Array[] = [];
-  private audioChain: Promise<void> = Promise.resolve();
-  private audioBacklog = 0;
-  private manualSamples = 0;
   private readonly log: Logger;
   robotState: RobotState = 'idle';
   private sttAt: number | undefined;
@@ -118,12 +109,13 @@ export class Conversation extends EventEmitter<ConversationEvents> {
     super();
     const { session, options } = deps;
     this.log = deps.logger.child({ device: session.deviceId });
-    this.audioChain = Promise.resolve(deps.vad).then((vad) => {
-      this.detector = new UtteranceDetector(vad, options.utterance);
+    this.uplink = new UplinkAudio({
+      vad: deps.vad,
+      utterance: options.utterance,
+      maxUtteranceMs: options.maxUtteranceMs,
+      log: this.log,
+      onUtterance: (pcm) => this.dispatch({ type: 'utterance', audio: pcm }),
     });
-    this.audioChain.catch((error) =>
-      this.log.error({ err: error }, 'voice activity detector failed to load'),
-    );
     this.pacer = new Pacer({
       sendAudio: (packet, replyId) => {
         const timing = this.timings.get(replyId);
@@ -192,32 +184,8 @@ export class Conversation extends EventEmitter<ConversationEvents> {
 
   private onAudio(packet: Uint8Array): void {
     if (!this.state.listening) return; // wake-word pre-roll and stray audio: accepted, not a turn
-    const pcm = this.decoder.decode(packet);
-    if (!pcm) return;
-    if (this.state.mode === 'manual') {
-      if (this.manualSamples < (this.deps.options.maxUtteranceMs * UPLINK_RATE) / 1000) {
-        this.manualAudio.push(pcm);
-        this.manualSamples += pcm.length;
-      }
-      return;
-    }
-    // The VAD model is async; windows of one device must stay in order, and a device that sends faster
-    // than we can score (a backlog of 15 s) loses audio rather than growing memory.
-    if (this.audioBacklog >= MAX_AUDIO_BACKLOG) {
-      this.stats.droppedAudio++;
-      return;
-    }
-    this.audioBacklog++;
-    this.audioChain = this.audioChain
-      .then(async () => {
-        for (const event of (await this.detector?.push(pcm)) ?? []) {
-          if (event.type === 'utterance') this.dispatch({ type: 'utterance', audio: event.pcm });
-        }
-      })
-      .catch((error) => this.log.warn({ err: (error as Error).message }, 'voice activity detection failed'))
-      .finally(() => {
-        this.audioBacklog--;
-      });
+    this.uplink.push(packet, this.state.mode === 'manual');
+    this.stats.droppedAudio = this.uplink.dropped;
   }
 
   private dispatch(event: TurnEvent): void {
@@ -265,17 +233,12 @@ export class Conversation extends EventEmitter<ConversationEvents> {
         break;
       }
       case 'flush_utterance': {
-        const pcm = concat(this.manualAudio, this.manualSamples);
-        this.manualAudio = [];
-        this.manualSamples = 0;
+        const pcm = this.uplink.takeManual();
         if (pcm.length > 0) this.dispatch({ type: 'utterance', audio: pcm });
         break;
       }
       case 'reset_detector':
-        this.audioChain = this.audioChain.then(() => this.detector?.reset());
-        this.decoder.reset();
-        this.manualAudio = [];
-        this.manualSamples = 0;
+        this.uplink.reset();
         break;
       case 'wake_word':
         this.deps.onWakeWord?.(effect.text);
@@ -440,14 +403,4 @@ export class Conversation extends EventEmitter<ConversationEvents> {
     this.controllers.clear();
     this.pacer.close();
   }
-}
-
-function concat(chunks: Int16Array[], total: number): Int16Array {
-  const out = new Int16Array(total);
-  let offset = 0;
-  for (const chunk of chunks) {
-    out.set(chunk, offset);
-    offset += chunk.length;
-  }
-  return out;
 }
