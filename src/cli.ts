@@ -3,7 +3,7 @@ import { readFile } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { agentCommand, startBridge } from './bridge/server.js';
-import { ConfigError, loadConfig } from './config/index.js';
+import { type Config, ConfigError, loadConfig } from './config/index.js';
 import { VirtualRobot } from './device/robot.js';
 import { fetchModel, isModelInstalled, listModels } from './models/fetch.js';
 import { isBinaryVersion } from './protocol/index.js';
@@ -110,6 +110,10 @@ async function runServices(command: 'start' | 'voice' | 'bridge'): Promise<numbe
   if (bridge) {
     lines.push(
       `  bridge             http://${host}:${bridge.port}/  (admin /admin/* from localhost only)`,
+      `  dashboard          http://${host}:${bridge.port}/ui  (${config.ui.password ? 'controls after login' : 'read-only: set UI_PASSWORD for controls'})`,
+      `  LED ring mirror    http://${host}:${bridge.port}/ui/led-ring-mirror`,
+      `  metrics            http://${host}:${bridge.port}/metrics${voice ? `  and http://${host}:${voice.httpPort}/metrics` : ''}`,
+      `  calendar           ${calendarSummary(config)}`,
       `  agent runtime      ${agentCommand(config.agent.command).join(' ')} (model ${config.agent.model})`,
     );
   }
@@ -272,4 +276,10 @@ function waitForSignal(): Promise<void> {
     process.once('SIGINT', done);
     process.once('SIGTERM', done);
   });
+}
+
+function calendarSummary(config: Config): string {
+  const people = config.calendar.feeds.map((feed) => feed.person);
+  if (config.calendar.household) people.push('household');
+  return people.length > 0 ? `feeds for ${people.join(', ')}` : 'no feeds (set CALENDAR_FEEDS)';
 }
