@@ -6,7 +6,7 @@ import { EventEmitter } from 'node:events';
 import { writeFile } from 'node:fs/promises';
 import { setTimeout as delay } from 'node:timers/promises';
 import WebSocket from 'ws';
-import { concatPcm, OpusFrameEncoder, OpusPacketDecoder } from '../audio/opus.js';
+import { concatPcm, OpusFrameEncoder } from '../audio/opus.js';
 import type { Clock } from '../audio/pacer.js';
 import { loadResampler, resample } from '../audio/resample.js';
 import { decodeWav, encodeWav } from '../audio/wav.js';
@@ -33,6 +33,7 @@ import { DEFAULT_SCENE, explainPhoto, renderJpeg, type Scene } from './camera.js
 import { Firmware } from './firmware.js';
 import { DeviceMcpServer } from './mcp-server.js';
 import { freshState, loadPersisted, type Persisted, savePersisted } from './persisted.js';
+import { Speaker } from './speaker.js';
 import { buildTools, type DeviceModel, initialModel } from './tools.js';
 import { loopPcm, quietHum, speechPcm16k } from './voice.js';
 
@@ -93,7 +94,8 @@ export class VirtualRobot extends EventEmitter<RobotEvents> {
   sessionId: string | undefined;
   downlinkSampleRate = 24_000;
   vision: { url?: string; token?: string } = {};
-  speaking = false;
+  /** Speaking state, decoder and the reply being heard. */
+  readonly speaker = new Speaker();
   /** What the camera sees. */
   scene: Scene = { ...DEFAULT_SCENE };
   /** What the microphone hears when nobody talks (16 kHz): a quiet hum unless a scenario sets something. */
@@ -101,9 +103,6 @@ export class VirtualRobot extends EventEmitter<RobotEvents> {
   private persisted: Persisted;
   private socket: WebSocket | undefined;
   private binaryVersion: BinaryVersion;
-  private decoder: OpusPacketDecoder | undefined;
-  private replyPcm: Int16Array[] = [];
-  private replySentences: string[] = [];
   private readonly mcp: DeviceMcpServer;
   private readonly log: (message: string, fields?: Record<string, unknown>) => void;
 
@@ -232,7 +231,7 @@ export class VirtualRobot extends EventEmitter<RobotEvents> {
     socket.on('message', (data, isBinary) => this.onMessage(data as Buffer, isBinary));
     socket.on('close', (code) => {
       if (this.socket === socket) this.socket = undefined;
-      this.speaking = false;
+      this.speaker.speaking = false;
       this.emit('disconnected', code);
     });
     await new Promise<void>((resolve, reject) => {
@@ -256,7 +255,7 @@ export class VirtualRobot extends EventEmitter<RobotEvents> {
       if (frame.type === 'hello') {
         this.sessionId = frame.session_id;
         this.downlinkSampleRate = frame.audio_params.sample_rate ?? 24_000;
-        this.decoder = new OpusPacketDecoder(this.downlinkSampleRate as 24000);
+        this.speaker.configure(this.downlinkSampleRate);
       }
     } catch (error) {
       socket.terminate();
@@ -398,24 +397,13 @@ export class VirtualRobot extends EventEmitter<RobotEvents> {
       case 'tts':
         if (frame.state === 'start') {
           // The firmware enters Speaking and resets its decoder; audio is played only in this state.
-          this.speaking = true;
+          this.speaker.start();
           this.firmware.setSpeaking(true);
-          this.decoder?.reset();
-          this.replyPcm = [];
-          this.replySentences = [];
         } else if (frame.state === 'sentence_start') {
-          if (frame.text) this.replySentences.push(frame.text);
+          this.speaker.sentence(frame.text);
         } else if (frame.state === 'stop') {
-          this.speaking = false;
           this.firmware.setSpeaking(false);
-          const total = this.replyPcm.reduce((n, chunk) => n + chunk.length, 0);
-          const pcm = new Int16Array(total);
-          let offset = 0;
-          for (const chunk of this.replyPcm) {
-            pcm.set(chunk, offset);
-            offset += chunk.length;
-          }
-          this.emit('reply', { pcm, sentences: this.replySentences });
+          this.emit('reply', this.speaker.stop());
         }
         break;
       case 'system':
@@ -448,18 +436,16 @@ export class VirtualRobot extends EventEmitter<RobotEvents> {
       this.stats.badPackets++;
       return;
     }
-    if (!this.speaking) {
+    const result = this.speaker.play(payload);
+    if ('played' in result) {
+      this.stats.audioPackets++;
+      this.emit('audio', result.played);
+    } else if (result.dropped === 'not_speaking') {
       this.stats.audioDroppedNotSpeaking++;
-      return;
-    }
-    this.stats.audioPackets++;
-    const pcm = this.decoder?.decode(payload);
-    if (!pcm) {
+    } else {
+      this.stats.audioPackets++;
       this.stats.badPackets++;
-      return;
     }
-    this.replyPcm.push(pcm);
-    this.emit('audio', pcm);
   }
 
   private bootOptions(signal?: AbortSignal): BootOptions {
