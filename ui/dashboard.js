@@ -15,21 +15,6 @@ import {
 const POLL_MS = 5000;
 /** Several events in a burst cause one refetch. */
 const NUDGE_DEBOUNCE_MS = 500;
-const STREAM_EVENTS = [
-  'snapshot',
-  'turn',
-  'face_detected',
-  'face_lost',
-  'sound_event',
-  'state_changed',
-  'dance_started',
-  'dance_ended',
-  'chat_status',
-  'face_recognized',
-  'head_pet_started',
-  'head_pet_ended',
-  'wake_word_detected',
-];
 
 const $ = (id) => document.getElementById(id);
 const auth = { readOnly: true, loggedIn: false, csrf: '' };
@@ -317,7 +302,8 @@ async function start() {
   renderAuth();
   await refresh();
   setInterval(() => void refresh(), POLL_MS);
-  openEventStream(STREAM_EVENTS, nudge, (live) => {
+  // The bridge names its stream's events (an EventSource listens by name); without an overview, turns only.
+  openEventStream(overview?.stream_events ?? ['snapshot', 'turn'], nudge, (live) => {
     $('live').textContent = live ? 'live' : 'reconnecting…';
     $('live').className = live ? 'live on' : 'live';
   });

@@ -3,7 +3,7 @@
 // normalises `..` and `%2e` out of paths, always sends a content-type with a body and cannot lie about sizes.
 import { request as httpRequest, type IncomingHttpHeaders } from 'node:http';
 import { connect } from 'node:net';
-import { expect } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { expectErrorShape, expectNoStack, parseOrUndefined, type Reply } from './http.js';
 
 export interface RawRequest {
@@ -207,4 +207,80 @@ export function expectRefusal(reply: Reply, expected: Expected, what: string): v
 /** fastify's route list, as `METHOD url` (HEAD routes fastify adds for GET left out). */
 export function routeKey(method: string, url: string): string {
   return `${method} ${url}`;
+}
+
+/** One row of a route table: a route as fastify registered it and how to reach and judge it. */
+export interface RouteRow {
+  method: 'GET' | 'POST';
+  /** As registered with fastify. */
+  route: string;
+  /** The path requested (default: `route`). */
+  path?: string;
+  /** What gets the request past the route's own gate, so the body itself is judged. */
+  gate?: () => Record<string, string>;
+  /** GET: the status of a plain, well-formed request. */
+  ok?: Expected;
+  /** GET: an endless event stream; only its status is read. */
+  stream?: boolean;
+  /** POST with a JSON body: the route's fields with the wrong types. */
+  wrongTypes?: unknown;
+  overrides?: Parameters<typeof jsonPostCases>[0]['overrides'];
+}
+
+export const pathOf = (row: RouteRow) => row.path ?? row.route;
+
+export interface TableSuiteOptions {
+  base: () => string;
+  /** The server's body limit. */
+  limit: number;
+  /** Asserts the server still answers. */
+  expectAlive: () => Promise<void>;
+}
+
+/** The table and fastify's own route list (recorded by test/support/route-recorder.ts) name the same routes. */
+export function expectTableCoversRoutes(rows: readonly RouteRow[], seen: Set<string>, atLeast: number): void {
+  const table = new Set(rows.map((row) => routeKey(row.method, row.route)));
+  expect(seen.size).toBeGreaterThan(atLeast);
+  expect(
+    [...seen].filter((route) => !table.has(route)),
+    'routes missing from ROUTES',
+  ).toEqual([]);
+  expect(
+    [...table].filter((route) => !seen.has(route)),
+    'ROUTES rows for no route',
+  ).toEqual([]);
+}
+
+/** Every hostile body against every POST row, and a broken percent-escape in every row's path. */
+export function describeBadBodiesAndUrls(rows: readonly RouteRow[], options: TableSuiteOptions): void {
+  describe.each(rows.filter((row) => row.method === 'POST'))('POST $route', (row) => {
+    const cases: BadCase[] = jsonPostCases({
+      limit: options.limit,
+      wrongTypes: row.wrongTypes,
+      ...(row.overrides ? { overrides: row.overrides } : {}),
+    });
+    it.each(cases)('$name', async (c) => {
+      const reply = await send(options.base(), {
+        method: 'POST',
+        path: pathOf(row),
+        headers: { ...row.gate?.(), ...c.headers },
+        body: c.body,
+        ...(c.chunked ? { chunked: true } : {}),
+      });
+      expectRefusal(reply, c.expected, `${c.name} → POST ${row.route}`);
+      await options.expectAlive();
+    });
+  });
+
+  describe.each([...rows])('$method $route with a broken URL', (row) => {
+    it('is a 400 in the error shape for a bad percent-escape in the path', async () => {
+      const reply = await send(options.base(), {
+        method: row.method,
+        path: `${pathOf(row)}%E0%A4%A`,
+        headers: row.gate?.() ?? {},
+      });
+      expectErrorShape(reply, (s) => s === 400 || s === 404);
+      await options.expectAlive();
+    });
+  });
 }

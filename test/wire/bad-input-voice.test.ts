@@ -6,33 +6,23 @@
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import type { VirtualRobot } from '../../src/device/robot.js';
 import {
-  type BadCase,
+  describeBadBodiesAndUrls,
   type Expected,
   expectRefusal,
-  jsonPostCases,
-  routeKey,
+  expectTableCoversRoutes,
+  pathOf,
+  type RouteRow,
   send,
   sendBytes,
 } from '../support/bad-input.js';
 import { expectErrorShape } from '../support/http.js';
 import { eventually, startTestVoice, type TestVoice } from '../support/voice.js';
 
-// fastify's own route list, from an onRoute hook slipped into the shared app factory: the server code stays as
-// it is, and a route added anywhere shows up here.
+// fastify's own route list (test/support/route-recorder.ts): a route added anywhere shows up here.
 const seen = vi.hoisted(() => ({ routes: new Set<string>() }));
 vi.mock('../../src/util/http-app.js', async (importOriginal) => {
-  const real = await importOriginal<typeof import('../../src/util/http-app.js')>();
-  return {
-    ...real,
-    createHttpApp: (options: Parameters<typeof real.createHttpApp>[0]) => {
-      const app = real.createHttpApp(options);
-      app.addHook('onRoute', (route) => {
-        for (const method of [route.method].flat())
-          if (method !== 'HEAD') seen.routes.add(`${method} ${route.url}`);
-      });
-      return app;
-    },
-  };
+  const { withRouteRecorder } = await import('../support/route-recorder.js');
+  return withRouteRecorder(await importOriginal(), seen.routes);
 });
 
 /** src/util/http-app.ts: the voice server keeps fastify's default of the shared factory. */
@@ -46,20 +36,7 @@ let robot: VirtualRobot;
 /** Device-Id and the vision bearer token of the connected robot, so vision bodies get judged. */
 let visionGate: Record<string, string> = {};
 
-interface Row {
-  method: 'GET' | 'POST';
-  /** As registered with fastify. */
-  route: string;
-  /** The path requested (default: `route`). */
-  path?: string;
-  /** What gets the request past the route's own gate, so the body itself is judged. */
-  gate?: () => Record<string, string>;
-  /** GET: the status of a plain, well-formed request. */
-  ok?: Expected;
-  /** POST with a JSON body: the route's fields with the wrong types. */
-  wrongTypes?: unknown;
-  overrides?: Parameters<typeof jsonPostCases>[0]['overrides'];
-}
+type Row = RouteRow;
 
 const device = () => ({ 'device-id': DEVICE });
 const ROUTES: Row[] = [
@@ -104,8 +81,6 @@ const ROUTES: Row[] = [
   { method: 'GET', route: '/metrics', ok: 200 },
 ];
 
-const pathOf = (row: Row) => row.path ?? row.route;
-
 /** The voice server's liveness probe: the firmware's own boot request. */
 async function expectAlive(): Promise<void> {
   const boot = await send(t.httpUrl, { method: 'GET', path: '/device/ota/', headers: device() });
@@ -126,37 +101,11 @@ afterAll(async () => {
 
 describe('the voice server route table', () => {
   it('names every route fastify registered, and nothing it did not', () => {
-    const table = new Set(ROUTES.map((row) => routeKey(row.method, row.route)));
-    expect(seen.routes.size).toBeGreaterThan(10);
-    expect(
-      [...seen.routes].filter((route) => !table.has(route)),
-      'routes missing from ROUTES',
-    ).toEqual([]);
-    expect(
-      [...table].filter((route) => !seen.routes.has(route)),
-      'ROUTES rows for no route',
-    ).toEqual([]);
+    expectTableCoversRoutes(ROUTES, seen.routes, 10);
   });
 });
 
-describe.each(ROUTES.filter((row) => row.method === 'POST'))('POST $route', (row) => {
-  const cases: BadCase[] = jsonPostCases({
-    limit: VOICE_BODY_LIMIT,
-    wrongTypes: row.wrongTypes,
-    ...(row.overrides ? { overrides: row.overrides } : {}),
-  });
-  it.each(cases)('$name', async (c) => {
-    const reply = await send(t.httpUrl, {
-      method: 'POST',
-      path: pathOf(row),
-      headers: { ...row.gate?.(), ...c.headers },
-      body: c.body,
-      ...(c.chunked ? { chunked: true } : {}),
-    });
-    expectRefusal(reply, c.expected, `${c.name} → POST ${row.route}`);
-    await expectAlive();
-  });
-});
+describeBadBodiesAndUrls(ROUTES, { base: () => t.httpUrl, limit: VOICE_BODY_LIMIT, expectAlive });
 
 describe.each(ROUTES.filter((row) => row.method === 'GET'))('GET $route', (row) => {
   it('answers a plain request as the table says', async () => {
@@ -173,18 +122,6 @@ describe.each(ROUTES.filter((row) => row.method === 'GET'))('GET $route', (row) 
       body: '{"a":',
     });
     expectRefusal(reply, (s) => s < 500, `GET ${path}`);
-    await expectAlive();
-  });
-});
-
-describe.each(ROUTES)('$method $route with a broken URL', (row) => {
-  it('is a 400 in the error shape for a bad percent-escape in the path', async () => {
-    const reply = await send(t.httpUrl, {
-      method: row.method,
-      path: `${pathOf(row)}%E0%A4%A`,
-      headers: row.gate?.() ?? {},
-    });
-    expectErrorShape(reply, (s) => s === 400 || s === 404);
     await expectAlive();
   });
 });

@@ -2,6 +2,7 @@
 // Nothing secret goes in: no password, no session or CSRF token, no API keys.
 import type { Calendar, CalendarToday } from '../calendar/index.js';
 import type { Controls } from '../controls.js';
+import { PERCEPTION_EVENT_NAMES } from '../perception/bus.js';
 import type { DeviceSnapshot, PerceptionBus, PerceptionEvent } from '../perception/index.js';
 import type { TurnLog } from '../turns.js';
 
@@ -84,6 +85,8 @@ export interface Overview {
   events: RecentEvent[];
   turns: ReturnType<TurnLog['recent']>;
   calendar: { ok: true; today: CalendarToday } | { ok: false; error: string };
+  /** Event names on /api/perception/stream (an EventSource listens by name); the list lives in bus.ts only. */
+  stream_events: string[];
 }
 
 export interface OverviewSources {
@@ -122,6 +125,7 @@ export async function buildOverview(sources: OverviewSources): Promise<Overview>
     events: sources.events.recent(),
     turns: sources.turns.recent(sources.turnLimit ?? 20),
     calendar,
+    stream_events: ['snapshot', 'turn', ...PERCEPTION_EVENT_NAMES],
   };
 }
 
