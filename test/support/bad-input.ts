@@ -251,7 +251,8 @@ export function expectTableCoversRoutes(rows: readonly RouteRow[], seen: Set<str
   ).toEqual([]);
 }
 
-/** Every hostile body against every POST row, and a broken percent-escape in every row's path. */
+/** Every hostile body against every POST row, a broken percent-escape in every row's path, and requests
+ *  node's HTTP parser refuses. */
 export function describeBadBodiesAndUrls(rows: readonly RouteRow[], options: TableSuiteOptions): void {
   describe.each(rows.filter((row) => row.method === 'POST'))('POST $route', (row) => {
     const cases: BadCase[] = jsonPostCases({
@@ -280,6 +281,30 @@ export function describeBadBodiesAndUrls(rows: readonly RouteRow[], options: Tab
         headers: row.gate?.() ?? {},
       });
       expectErrorShape(reply, (s) => s === 400 || s === 404);
+      await options.expectAlive();
+    });
+  });
+
+  describe('requests the HTTP parser refuses', () => {
+    it('answers a header block over 16 KiB with 431 in the error shape', async () => {
+      const reply = await sendBytes(
+        options.base(),
+        `GET /metrics HTTP/1.1\r\nHost: x\r\nX-Pad: ${'p'.repeat(20_000)}\r\n\r\n`,
+      );
+      expectErrorShape(reply, 431, 'headers_too_large');
+      await options.expectAlive();
+    });
+
+    it.each([
+      ['a broken request line', 'NOT HTTP AT ALL\r\n\r\n'],
+      ['a bad header line', 'GET /metrics HTTP/1.1\r\nHost x\r\n\r\n'],
+      ['a lying Content-Length', 'POST /metrics HTTP/1.1\r\nHost: x\r\nContent-Length: -5\r\n\r\n'],
+      [
+        'two Content-Lengths',
+        'POST /metrics HTTP/1.1\r\nHost: x\r\nContent-Length: 1\r\nContent-Length: 2\r\n\r\nab',
+      ],
+    ])('answers %s with 400 in the error shape', async (_name, bytes) => {
+      expectErrorShape(await sendBytes(options.base(), bytes), 400, 'bad_request');
       await options.expectAlive();
     });
   });

@@ -8,19 +8,21 @@ export interface Reply {
 }
 
 /** Sends a request (a JSON body unless it is already a string) and reads the whole reply. */
-export async function request(base: string, method: string, path: string, body?: unknown): Promise<Reply> {
+export async function request(
+  base: string,
+  method: string,
+  path: string,
+  body?: unknown,
+  headers: Record<string, string> = {},
+): Promise<Reply & { headers: Headers }> {
   const response = await fetch(`${base}${path}`, {
     method,
-    ...(body === undefined
-      ? {}
-      : {
-          headers: { 'content-type': 'application/json' },
-          body: typeof body === 'string' ? body : JSON.stringify(body),
-        }),
+    headers: { ...(body === undefined ? {} : { 'content-type': 'application/json' }), ...headers },
+    ...(body === undefined ? {} : { body: typeof body === 'string' ? body : JSON.stringify(body) }),
     signal: AbortSignal.timeout(60_000),
   });
   const text = await response.text();
-  return { status: response.status, text, json: parseOrUndefined(text) };
+  return { status: response.status, text, json: parseOrUndefined(text), headers: response.headers };
 }
 
 export const post = (base: string, path: string, body: unknown) => request(base, 'POST', path, body);

@@ -9,7 +9,8 @@ export function withRouteRecorder(real: typeof HttpApp, routes: Set<string>): ty
     createHttpApp: (options) => {
       const app = real.createHttpApp(options);
       app.addHook('onRoute', (route) => {
-        for (const method of [route.method].flat()) if (method !== 'HEAD') routes.add(`${method} ${route.url}`);
+        for (const method of [route.method].flat())
+          if (method !== 'HEAD') routes.add(`${method} ${route.url}`);
       });
       return app;
     },

@@ -13,7 +13,6 @@ import {
   pathOf,
   type RouteRow,
   send,
-  sendBytes,
 } from '../support/bad-input.js';
 import { expectErrorShape } from '../support/http.js';
 import { eventually, startTestVoice, type TestVoice } from '../support/voice.js';
@@ -244,29 +243,5 @@ describe('POST /mcp/vision/explain multipart', () => {
       body: Buffer.concat([part('file', jpeg(100), 'a.jpg'), END]),
     });
     expectErrorShape(reply, 401, 'bad_vision_token');
-  });
-});
-
-describe('requests the HTTP parser refuses', () => {
-  it('answers a header block over 16 KiB with 431 in the error shape', async () => {
-    const reply = await sendBytes(
-      t.httpUrl,
-      `GET /metrics HTTP/1.1\r\nHost: x\r\nX-Pad: ${'p'.repeat(20_000)}\r\n\r\n`,
-    );
-    expectErrorShape(reply, 431, 'headers_too_large');
-    await expectAlive();
-  });
-
-  it.each([
-    ['a broken request line', 'NOT HTTP AT ALL\r\n\r\n'],
-    ['a bad header line', 'GET /metrics HTTP/1.1\r\nHost x\r\n\r\n'],
-    ['a lying Content-Length', 'POST /metrics HTTP/1.1\r\nHost: x\r\nContent-Length: -5\r\n\r\n'],
-    [
-      'two Content-Lengths',
-      'POST /metrics HTTP/1.1\r\nHost: x\r\nContent-Length: 1\r\nContent-Length: 2\r\n\r\nab',
-    ],
-  ])('answers %s with 400 in the error shape', async (_name, bytes) => {
-    expectErrorShape(await sendBytes(t.httpUrl, bytes), 400, 'bad_request');
-    await expectAlive();
   });
 });

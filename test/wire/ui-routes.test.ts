@@ -6,7 +6,7 @@ import { request as httpRequest } from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { renderRing } from '../../src/robot/led.js';
 import { DEAD_AGENT, type RunningBridge, TestBridges } from '../support/bridge.js';
-import { eventuallyOk, expectErrorShape, parseOrUndefined, type Reply } from '../support/http.js';
+import { eventuallyOk, expectErrorShape, parseOrUndefined, request } from '../support/http.js';
 
 const bridges = new TestBridges('deskbot-ui-routes-');
 let readOnly: RunningBridge;
@@ -28,22 +28,8 @@ interface Call {
   headers?: Record<string, string>;
 }
 
-async function call(base: string, method: string, path: string, { body, headers = {} }: Call = {}) {
-  const response = await fetch(`${base}${path}`, {
-    method,
-    headers: { ...(body === undefined ? {} : { 'content-type': 'application/json' }), ...headers },
-    ...(body === undefined ? {} : { body: JSON.stringify(body) }),
-    signal: AbortSignal.timeout(10_000),
-  });
-  const text = await response.text();
-  const reply: Reply & { headers: Headers } = {
-    status: response.status,
-    text,
-    json: parseOrUndefined(text),
-    headers: response.headers,
-  };
-  return reply;
-}
+const call = (base: string, method: string, path: string, { body, headers }: Call = {}) =>
+  request(base, method, path, body, headers);
 
 /** A raw GET with the path exactly as written (fetch would resolve `..` before sending). */
 function rawGet(port: number, path: string): Promise<{ status: number; body: string }> {

@@ -9,7 +9,7 @@ import { pino } from 'pino';
 import { afterEach, describe, expect, it } from 'vitest';
 import { parseConfig } from '../../src/config/index.js';
 import { startVoiceServer } from '../../src/voice/server.js';
-import { expectErrorShape, parseOrUndefined, type Reply } from '../support/http.js';
+import { expectErrorShape, request } from '../support/http.js';
 import { startTestVoice, type TestVoice } from '../support/voice.js';
 
 let t: TestVoice | undefined;
@@ -20,24 +20,15 @@ afterEach(async () => {
 
 const TOKEN = 'correct-horse-battery-staple';
 
-async function call(
+const call = (
   base: string,
   path: string,
   {
     method = 'GET',
-    headers = {},
+    headers,
     body,
   }: { method?: string; headers?: Record<string, string>; body?: unknown } = {},
-): Promise<Reply & { headers: Headers }> {
-  const response = await fetch(`${base}${path}`, {
-    method,
-    headers: { ...(body === undefined ? {} : { 'content-type': 'application/json' }), ...headers },
-    ...(body === undefined ? {} : { body: JSON.stringify(body) }),
-    signal: AbortSignal.timeout(10_000),
-  });
-  const text = await response.text();
-  return { status: response.status, text, json: parseOrUndefined(text), headers: response.headers };
-}
+) => request(base, method, path, body, headers);
 
 /** Admin requests that are routed (devices, a POST with a body) or not (xyz), plus router-equivalent spellings. */
 const ADMIN_PATHS: Array<[string, string]> = [
