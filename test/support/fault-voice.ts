@@ -1,20 +1,12 @@
-// A voice server for the fault suites: its providers as configured, except a short speech engine (turns end
-// in well under a second instead of seconds of playout) and switchable speech, model and recogniser, so one
-// server serves every fault; and the booted robot reconnecting without a new OTA request.
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { parseConfig } from '../../src/config/index.js';
-import { VirtualRobot } from '../../src/device/robot.js';
+import type { VirtualRobot } from '../../src/device/robot.js';
 import type { AsrProvider } from '../../src/providers/asr/types.js';
 import type { LlmProvider, LlmTurn } from '../../src/providers/llm/types.js';
 import type { TtsProvider } from '../../src/providers/tts/types.js';
 import type { Logger } from '../../src/util/log.js';
 import type { Conversation } from '../../src/voice/conversation.js';
 import { createProviders, type VoiceProviders } from '../../src/voice/providers.js';
-import { startVoiceServer } from '../../src/voice/server.js';
 import { readToggles } from '../../src/voice/toggles.js';
-import { eventually, type TestVoice } from './voice.js';
+import { eventually, startTestVoice, type TestVoice } from './voice.js';
 
 /** 120 ms of tone per segment: real frames through the real pacer, without seconds of playout per turn. */
 export class ShortTts implements TtsProvider {
@@ -129,43 +121,19 @@ export async function startFaultVoice(
   overrides: Record<string, unknown>,
   logger: Logger,
 ): Promise<FaultVoice> {
-  const dataDir = mkdtempSync(join(tmpdir(), 'deskbot-faults-'));
-  const config = parseConfig({
-    data_dir: dataDir,
-    bridge: { url: 'http://127.0.0.1:9' },
-    ...overrides,
-    server: { bind_host: '127.0.0.1', ws_port: 0, http_port: 0 },
-  });
-  const configured = createProviders(config, logger.child({ component: 'llm' }), readToggles(dataDir));
-  const tts = new SwitchTts(new ShortTts());
-  const llm = new SwitchLlm(configured.llm);
-  const asr = new HeldAsr(configured.asr);
-  const voice = await startVoiceServer(config, logger, {
-    providers: { ...configured, tts, llm, asr },
-  });
-  const httpUrl = `http://127.0.0.1:${voice.httpPort}`;
-  const robots: VirtualRobot[] = [];
-  return {
-    voice,
-    dataDir,
-    httpUrl,
-    otaUrl: `${httpUrl}/device/ota/`,
-    tts,
-    llm,
-    asr,
-    configured,
-    robot(options = {}) {
-      const robot = new VirtualRobot({ otaUrl: `${httpUrl}/device/ota/`, retryBaseMs: 20, ...options });
-      robots.push(robot);
-      return robot;
+  let built: Pick<FaultVoice, 'tts' | 'llm' | 'asr' | 'configured'> | undefined;
+  const t = await startTestVoice(overrides, {
+    logger,
+    providers: (config, dataDir) => {
+      const configured = createProviders(config, logger.child({ component: 'llm' }), readToggles(dataDir));
+      built = {
+        configured,
+        tts: new SwitchTts(new ShortTts()),
+        llm: new SwitchLlm(configured.llm),
+        asr: new HeldAsr(configured.asr),
+      };
+      return { ...configured, tts: built.tts, llm: built.llm, asr: built.asr };
     },
-    async close() {
-      for (const robot of robots) {
-        robot.dropConnection();
-        robot.firmware.stop();
-      }
-      await voice.close();
-      rmSync(dataDir, { recursive: true, force: true });
-    },
-  };
+  });
+  return { ...t, ...built! };
 }

@@ -2,9 +2,10 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { parseConfig } from '../../src/config/index.js';
+import { type Config, parseConfig } from '../../src/config/index.js';
 import { VirtualRobot, type VirtualRobotOptions } from '../../src/device/robot.js';
-import { silentLogger } from '../../src/util/log.js';
+import { type Logger, silentLogger } from '../../src/util/log.js';
+import type { VoiceProviders } from '../../src/voice/providers.js';
 import { startVoiceServer, type VoiceServer } from '../../src/voice/server.js';
 import { Timeline } from './timeline.js';
 
@@ -17,7 +18,18 @@ export interface TestVoice {
   close(): Promise<void>;
 }
 
-export async function startTestVoice(overrides: Record<string, unknown> = {}): Promise<TestVoice> {
+export interface TestVoiceOptions {
+  /** Default: silent. */
+  logger?: Logger;
+  /** Providers to run instead of the configured ones (built from the parsed config). */
+  providers?: (config: Config, dataDir: string, logger: Logger) => VoiceProviders;
+}
+
+export async function startTestVoice(
+  overrides: Record<string, unknown> = {},
+  options: TestVoiceOptions = {},
+): Promise<TestVoice> {
+  const logger = options.logger ?? silentLogger;
   const dataDir = mkdtempSync(join(tmpdir(), 'deskbot-test-'));
   const raw = {
     data_dir: dataDir,
@@ -26,7 +38,12 @@ export async function startTestVoice(overrides: Record<string, unknown> = {}): P
     ...overrides,
     server: { bind_host: '127.0.0.1', ws_port: 0, http_port: 0, ...((overrides.server as object) ?? {}) },
   };
-  const voice = await startVoiceServer(parseConfig(raw), silentLogger);
+  const config = parseConfig(raw);
+  const voice = await startVoiceServer(
+    config,
+    logger,
+    options.providers ? { providers: options.providers(config, dataDir, logger) } : {},
+  );
   const httpUrl = `http://127.0.0.1:${voice.httpPort}`;
   const robots: VirtualRobot[] = [];
   return {
@@ -40,7 +57,10 @@ export async function startTestVoice(overrides: Record<string, unknown> = {}): P
       return robot;
     },
     async close() {
-      for (const robot of robots) robot.dropConnection();
+      for (const robot of robots) {
+        robot.dropConnection();
+        robot.firmware.stop(); // its 200 ms repaint would outlive the test file otherwise
+      }
       await voice.close();
       rmSync(dataDir, { recursive: true, force: true });
     },
