@@ -184,6 +184,7 @@ export async function startBridge(
     saveModelOverride: (daemon, model) => saveModelOverride(dataDir, daemon, model),
   });
   const perception = createPerception({
+    onIngest: (event) => metrics.perceptionEvent(event.name),
     voice: voiceActionsFromClient(voice),
     logger: logger.child({ component: 'perception' }),
     kidMode: () => toggles.get().kid_mode,
@@ -205,7 +206,6 @@ export async function startBridge(
   });
   registerPerceptionRoutes(app, perception);
   perceptionDropped = () => perception.bus.stats().dropped;
-  perception.bus.subscribe((event) => metrics.perceptionEvent(event.name), { name: 'metrics' });
   const turns = new TurnLog({
     onFirstAudio: (seconds) => metrics.observeFirstAudio(seconds),
     onReport: (report) => {

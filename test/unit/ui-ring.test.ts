@@ -4,7 +4,7 @@ import { copyFileSync, mkdirSync, mkdtempSync, rmSync, utimesSync, writeFileSync
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import type { DeviceSnapshot } from '../../src/bridge/perception/device-state.js';
+import { blankSnapshot, type DeviceSnapshot } from '../../src/bridge/perception/device-state.js';
 import { assertSelfContained, LedModule } from '../../src/bridge/ui/assets.js';
 import { ringWire } from '../../src/bridge/ui/ring.js';
 import { renderRing } from '../../src/robot/led.js';
@@ -15,22 +15,13 @@ const toggles = { kid_mode: false, smart_mode: true };
 
 function device(overrides: Partial<DeviceSnapshot> = {}): DeviceSnapshot {
   return {
-    device_id: 'd1',
+    ...blankSnapshot('d1', NOW - 700),
     session_id: 's',
     state: 'talk',
     state_since: NOW - 1500,
     previous_state: 'idle',
-    state_reason: null,
     face: { present: false, last_seen: NOW - 3000, lost_at: NOW - 700 },
-    sound: null,
-    identified: null,
-    chat_status: null,
-    head_pet: { active: false, since: null, last_duration_ms: null },
-    dance: { active: false, song: null, since: null },
-    last_wake_word: null,
-    last_event: null,
     events: 3,
-    updated_at: NOW - 700,
     ...overrides,
   };
 }

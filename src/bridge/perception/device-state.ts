@@ -69,7 +69,7 @@ export class DeviceStateStore {
   /** Applies one event and returns the device's updated snapshot (a copy). Never throws on odd data. */
   apply(event: PerceptionEvent): DeviceSnapshot {
     const at = this.now();
-    const device = this.devices.get(event.device_id) ?? blank(event.device_id, at);
+    const device = this.devices.get(event.device_id) ?? blankSnapshot(event.device_id, at);
     const data = event.data ?? {};
     if (event.session_id) device.session_id = event.session_id;
     device.events++;
@@ -164,7 +164,8 @@ export class DeviceStateStore {
   }
 }
 
-function blank(deviceId: string, at: number): DeviceSnapshot {
+/** A device the bridge has heard nothing of yet (exported for tests that build snapshots). */
+export function blankSnapshot(deviceId: string, at: number): DeviceSnapshot {
   return {
     device_id: deviceId,
     session_id: '',

@@ -64,6 +64,8 @@ export interface PerceptionOptions {
   devices?: DeviceStateOptions;
   bus?: BusOptions;
   sse?: SseHubOptions;
+  /** Told of every ingested event, synchronously (the metrics count here: a bus subscriber could drop). */
+  onIngest?: (event: PerceptionEvent) => void;
   /** Event names streamed to the dashboard (default: every event). */
   streamFilter?: (event: PerceptionEvent) => boolean;
 }
@@ -118,6 +120,7 @@ export function createPerception(options: PerceptionOptions): Perception {
     consumers,
     ingest(event) {
       if (stopped) return;
+      options.onIngest?.(event);
       try {
         devices.apply(event);
       } catch (error) {
