@@ -257,7 +257,9 @@ export class Conversation extends EventEmitter<ConversationEvents> {
     this.recognitions.set(turnId, recognition);
     let text = '';
     try {
-      text = (await this.deps.asr.transcribe(pcm, controller.signal)).trim();
+      text = (
+        await this.deps.asr.transcribe(pcm, controller.signal, { deviceId: this.deps.session.deviceId })
+      ).trim();
       recognition.asrMs = performance.now() - recognition.endAt;
       this.stats.recognized++;
       this.log.info({ turnId, text, audioMs: Math.round((pcm.length / UPLINK_RATE) * 1000) }, 'recognized');
