@@ -4,6 +4,7 @@ import type { FastifyInstance } from 'fastify';
 import { z } from 'zod';
 import type { MemoryStore } from '../agent/memory.js';
 import { PERSONA_FILES } from '../agent/workspace.js';
+import { canonicalDeviceId } from '../protocol/index.js';
 import { ROBOT_STATES } from '../robot/states.js';
 import { writeFileAtomic } from '../util/atomic-file.js';
 import { HttpError, parseBody } from '../util/http-error.js';
@@ -28,7 +29,7 @@ export interface AdminRouteOptions {
   saveModelOverride: (daemon: 'voice' | 'agent', model: string) => Promise<void>;
 }
 
-const deviceId = z.string().min(1).max(64).optional();
+const deviceId = z.string().min(1).max(64).transform(canonicalDeviceId).optional();
 const schemas = {
   toggle: z.object({ enabled: z.boolean(), device_id: deviceId }),
   persona: z.object({ file: z.string().max(64), content: z.string().max(256 * 1024) }),

@@ -2,15 +2,16 @@
 // "recent turns" with their latency breakdown, and a `turn` nudge on the dashboard's event stream.
 import type { FastifyInstance } from 'fastify';
 import { z } from 'zod';
+import { canonicalDeviceId } from '../protocol/index.js';
 import { parseBody } from '../util/http-error.js';
 import type { TurnReport } from '../voice/metrics.js';
 
 const ms = z.number().finite().min(0).max(3_600_000).nullable();
 const turnReportSchema = z.object({
-  device_id: z.string().min(1).max(128),
+  device_id: z.string().min(1).max(128).transform(canonicalDeviceId),
   session_id: z.string().max(200).default(''),
   turn_id: z.number().int().min(0),
-  kind: z.enum(['chat', 'speak', 'say', 'asset']),
+  kind: z.enum(['chat', 'speak', 'say', 'asset', 'greeting']),
   text: z.string().max(200).default(''),
   aborted: z.boolean().default(false),
   from_utterance: z.boolean().default(false),

@@ -91,8 +91,14 @@ export const configSchema = z.object({
     .object({
       /** <robot_name> in phrases (env ROBOT_NAME). */
       robot_name: z.string().min(1).default('Pip'),
-      /** `listen detect` texts that mean "wake up and talk"; empty = hi/hey/hello/ok + robot name. */
-      wake_words: z.array(z.string()).default([]),
+      /**
+       * `listen detect` texts that mean "wake up and talk" (never a model turn); empty = the robot name,
+       * hi/hey/hello/ok + robot name, and the stock xiaozhi wake words (你好小智 …).
+       */
+      wake_words: z.array(z.string().min(1).max(100)).max(200).default([]),
+      /** What the robot does on a wake word: a short spoken greeting (as the reference server) or nothing. */
+      wake_word_reply: z.enum(['greeting', 'none']).default('greeting'),
+      wake_greeting: z.string().min(1).max(200).default("😊 Hi, I'm listening."),
       system_prompt: z
         .string()
         .default(

@@ -1,51 +1,13 @@
 // Boot (OTA) request and response records (SPEC "Boot (OTA) records", DESIGN §4).
-// The body schema checks the types of the fields it knows and lets everything else through:
-// real firmware bodies vary by board and version, and a missing optional field is not an error.
+// Strict only where we read: the server uses `application.name`, `application.version` and `board.type`
+// (to pick a firmware image), so those are checked with a clear error. Every other field may be missing or
+// of any JSON type — real clients differ (the browser test page sends `minimum_free_heap_size: 0` where the
+// firmware sends a string, and zeros and empty strings for what it cannot know).
 import { z } from 'zod';
 
-const int = z.number().int();
-
 export const otaRequestBodySchema = z.looseObject({
-  version: int.optional(),
-  language: z.string().optional(),
-  flash_size: int.nonnegative().optional(),
-  minimum_free_heap_size: z.string().optional(),
-  mac_address: z.string().optional(),
-  uuid: z.string().optional(),
-  chip_model_name: z.string().optional(),
-  chip_info: z
-    .looseObject({
-      model: int.optional(),
-      cores: int.optional(),
-      revision: int.optional(),
-      features: int.optional(),
-    })
-    .optional(),
-  application: z
-    .looseObject({
-      name: z.string().optional(),
-      version: z.string().optional(),
-      compile_time: z.string().optional(),
-      idf_version: z.string().optional(),
-      elf_sha256: z.string().optional(),
-    })
-    .optional(),
-  partition_table: z
-    .array(
-      z.looseObject({
-        label: z.string(),
-        type: int,
-        subtype: int,
-        address: int,
-        size: int,
-      }),
-    )
-    .optional(),
-  ota: z.looseObject({ label: z.string().optional() }).optional(),
-  display: z
-    .looseObject({ monochrome: z.boolean().optional(), width: int.optional(), height: int.optional() })
-    .optional(),
-  board: z.record(z.string(), z.unknown()).optional(),
+  application: z.looseObject({ name: z.string().optional(), version: z.string().optional() }).nullish(),
+  board: z.looseObject({ type: z.string().optional() }).nullish(),
 });
 export type OtaRequestBody = z.infer<typeof otaRequestBodySchema>;
 
@@ -66,10 +28,18 @@ export const activateBodySchema = z.looseObject({
 export type ActivateBody = z.infer<typeof activateBodySchema>;
 
 const MAC = /^[0-9a-f]{2}(:[0-9a-f]{2}){5}$/;
-/** Device-Id is a colon-separated MAC; the firmware sends it lowercase, we accept any case. */
+/**
+ * Device-Id is a colon-separated MAC; the firmware sends it lowercase, the browser test page upper case
+ * (`AA:BB:CC:00:11:22`). Every id is kept lowercase so one robot is one device everywhere.
+ */
 export function normaliseDeviceId(value: string): string | null {
   const lower = value.trim().toLowerCase();
   return MAC.test(lower) ? lower : null;
+}
+
+/** A device id as named by an operator or another service: a MAC in any case becomes the canonical one. */
+export function canonicalDeviceId(value: string): string {
+  return normaliseDeviceId(value) ?? value.trim();
 }
 
 /**

@@ -5,7 +5,7 @@ import type { FastifyInstance } from 'fastify';
 import { z } from 'zod';
 import { AssetError, type AssetLibrary, isSafeAssetName } from '../audio/assets.js';
 import { encodeWav } from '../audio/wav.js';
-import { McpError, toolResultText } from '../protocol/index.js';
+import { canonicalDeviceId, McpError, toolResultText } from '../protocol/index.js';
 import { ProviderConfigError, TwoTierLlm } from '../providers/llm/twotier.js';
 import type { LlmProvider } from '../providers/llm/types.js';
 import { ROBOT_STATES, TOGGLE_NAMES } from '../robot/states.js';
@@ -28,7 +28,7 @@ export interface AdminRouteOptions {
   mcpTimeoutMs: number;
 }
 
-const deviceId = z.string().min(1).max(64).optional();
+const deviceId = z.string().min(1).max(64).transform(canonicalDeviceId).optional();
 const text = z.string().trim().min(1).max(2000);
 const schemas = {
   text: z.object({ text, device_id: deviceId }),

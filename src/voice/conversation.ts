@@ -11,6 +11,7 @@ import type { ChatMessage } from '../providers/openai-client.js';
 import type { TtsProvider } from '../providers/tts/types.js';
 import { matchPhrase } from '../robot/phrases.js';
 import { isRobotState, type RobotState } from '../robot/states.js';
+import type { WakeWordList } from '../robot/wake-words.js';
 import type { Logger } from '../util/log.js';
 import { runChatReply, speakText } from './reply.js';
 import type { DeviceSession } from './session.js';
@@ -27,7 +28,9 @@ import { UPLINK_RATE, UplinkAudio } from './uplink.js';
 
 export interface ConversationOptions {
   robotName: string;
-  wakeWords: string[];
+  wakeWords: WakeWordList;
+  /** Spoken on a wake word; '' = nothing (voice.wake_word_reply). */
+  wakeGreeting: string;
   systemPrompt: string;
   minUtteranceChars: number;
   historyMessages: number;
@@ -175,10 +178,7 @@ export class Conversation extends EventEmitter<ConversationEvents> {
     else if (frame.state === 'stop') this.dispatch({ type: 'listen_stop' });
     else if (frame.state === 'detect' && frame.text !== undefined) {
       const text = frame.text.trim();
-      const wakeWord = this.deps.options.wakeWords.some(
-        (w) => text.toLowerCase().replace(/[^\p{L}\p{N} ]/gu, '') === w,
-      );
-      this.dispatch({ type: 'detect', text, wakeWord });
+      this.dispatch({ type: 'detect', text, wakeWord: this.deps.options.wakeWords.matches(text) });
     }
   }
 
@@ -192,6 +192,7 @@ export class Conversation extends EventEmitter<ConversationEvents> {
     if (this.closed) return; // a late result (ASR that ignored its abort) must not start a turn for nobody
     const { state, effects } = step(this.state, event, {
       minUtteranceChars: this.deps.options.minUtteranceChars,
+      wakeGreeting: this.deps.options.wakeGreeting,
     });
     this.state = state;
     for (const effect of effects) {
@@ -304,6 +305,8 @@ export class Conversation extends EventEmitter<ConversationEvents> {
       if (kind === 'speak') {
         if (this.robotState === 'idle' || this.robotState === 'sleep') await this.setState('talk');
         await speakText(speech, text);
+      } else if (kind === 'greeting') {
+        await speakText(speech, text); // the wake_word effect already moved the state
       } else if (kind === 'say') {
         await speech.speakVerbatim(text);
       } else if (kind === 'asset') {

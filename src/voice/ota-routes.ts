@@ -13,6 +13,9 @@ import type { ActivationService } from './activation.js';
 import { issueDeviceToken } from './device-token.js';
 import { decideFirmware, type FirmwareStore } from './firmware-store.js';
 
+/** The boot routes a device (or a browser client) calls; they get CORS (cors.ts). */
+export const OTA_ROUTES = ['/device/ota/', '/device/ota/activate', '/device/ota/firmware/:file'] as const;
+
 export interface OtaRouteOptions {
   firmware: FirmwareStore;
   activation: ActivationService;

@@ -1,4 +1,5 @@
 // Connected devices by Device-Id. A device that reconnects replaces its older connection.
+import { canonicalDeviceId } from '../protocol/index.js';
 
 export interface RegisteredDevice {
   readonly deviceId: string;
@@ -22,12 +23,12 @@ export class DeviceRegistry<T extends RegisteredDevice = RegisteredDevice> {
   }
 
   get(deviceId: string): T | undefined {
-    return this.devices.get(deviceId);
+    return this.devices.get(canonicalDeviceId(deviceId));
   }
 
   /** The named device, or the only/first connected one when no id is given. */
   pick(deviceId?: string): T | undefined {
-    if (deviceId) return this.devices.get(deviceId);
+    if (deviceId) return this.get(deviceId);
     return this.devices.values().next().value;
   }
 

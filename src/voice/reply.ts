@@ -33,7 +33,8 @@ export interface ChatReplyInput {
 /** Runs one chat reply to the end (or until aborted). Returns the text that was spoken. */
 export async function runChatReply(input: ChatReplyInput): Promise<string> {
   const { llm, speech, sink, signal, log } = input;
-  sink.sendJson({ type: 'llm', emotion: 'thinking', session_id: sink.sessionId });
+  // Clients show `text` as the face (SPEC lists it on every llm frame); without it they log "undefined".
+  sink.sendJson({ type: 'llm', emotion: 'thinking', text: '🤔', session_id: sink.sessionId });
 
   // The model gets its own signal: when speech fails or the reply ends early, its request must close too,
   // not run on to its own deadline with nobody listening.

@@ -8,6 +8,7 @@ import { AssetLibrary } from '../audio/assets.js';
 import { loadResampler } from '../audio/resample.js';
 import type { Config } from '../config/index.js';
 import { AgentLlm } from '../providers/llm/agent.js';
+import { defaultWakeWords, WakeWordList } from '../robot/wake-words.js';
 import { createHttpApp } from '../util/http-app.js';
 import type { Logger } from '../util/log.js';
 import { registerMetricsRoute } from '../util/metrics.js';
@@ -16,16 +17,17 @@ import { ActivationService } from './activation.js';
 import { registerAdminAuth } from './admin-auth.js';
 import { registerAdminRoutes } from './admin-routes.js';
 import { Conversation, type ConversationOptions } from './conversation.js';
+import { registerDeviceCors } from './cors.js';
 import { FirmwareStore } from './firmware-store.js';
 import { turnReport, VoiceMetrics } from './metrics.js';
-import { registerOtaRoutes } from './ota-routes.js';
+import { OTA_ROUTES, registerOtaRoutes } from './ota-routes.js';
 import { PerceptionRelay, TurnRelay } from './perception-relay.js';
 import { createProviders, type VoiceProviders } from './providers.js';
 import { AudioRecorder } from './recorder.js';
 import { DeviceRegistry } from './registry.js';
 import { DeviceSession } from './session.js';
 import { readToggles, type Toggles } from './toggles.js';
-import { registerVision, visionAvailable } from './vision.js';
+import { registerVision, VISION_PATH, visionAvailable } from './vision.js';
 import { createWsListener } from './ws-listener.js';
 
 export const DOWNLINK_SAMPLE_RATE = 24_000;
@@ -69,6 +71,7 @@ export async function startVoiceServer(
   let httpPort = config.server.http_port;
 
   const app = createHttpApp({ logger: logger.child({ component: 'voice-http' }) });
+  registerDeviceCors(app, [...OTA_ROUTES, VISION_PATH]);
   registerOtaRoutes(app, {
     firmware: new FirmwareStore(join(dataDir, 'firmware')),
     activation: new ActivationService(config.activation.hmac_key, join(dataDir, 'activations.json')),
@@ -105,7 +108,12 @@ export async function startVoiceServer(
   });
   const conversationOptions: ConversationOptions = {
     robotName: config.voice.robot_name,
-    wakeWords: wakeWords(config),
+    wakeWords: new WakeWordList(
+      config.voice.wake_words.length > 0
+        ? config.voice.wake_words
+        : defaultWakeWords(config.voice.robot_name),
+    ),
+    wakeGreeting: config.voice.wake_word_reply === 'greeting' ? config.voice.wake_greeting : '',
     systemPrompt: config.voice.system_prompt.replaceAll('{robot_name}', config.voice.robot_name),
     minUtteranceChars: config.voice.min_utterance_chars,
     historyMessages: config.voice.history_messages,
@@ -238,13 +246,6 @@ export async function startVoiceServer(
       await app.close();
     },
   };
-}
-
-/** Wake words: configured, else "hi/hey/hello/ok <robot name>" and the bare name. */
-function wakeWords(config: Config): string[] {
-  if (config.voice.wake_words.length > 0) return config.voice.wake_words.map((w) => w.toLowerCase());
-  const name = config.voice.robot_name.toLowerCase();
-  return [name, `hi ${name}`, `hey ${name}`, `hello ${name}`, `ok ${name}`];
 }
 
 function listen(server: Server, host: string, port: number): Promise<number> {

@@ -91,6 +91,10 @@ export class DeviceSession extends EventEmitter<SessionEvents> implements Regist
       onNotification: (method) => this.log.debug({ method }, 'device MCP notification'),
     });
     socket.on('message', (data, isBinary) => this.onMessage(data, isBinary));
+    // Liveness is any inbound frame: py-xiaozhi pings every 20 s (ws answers the pong itself) between turns,
+    // and a client that pings is alive even when it sends no data frame for longer than the idle timeout.
+    socket.on('ping', () => this.resetIdleTimer());
+    socket.on('pong', () => this.resetIdleTimer());
     socket.on('close', (code, reason) => this.onClose(code, reason.toString()));
     socket.on('error', (error) => this.log.warn({ err: error.message }, 'device socket error'));
     this.helloTimer = setTimeout(() => {

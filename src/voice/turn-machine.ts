@@ -14,8 +14,13 @@ export interface TurnState {
   replying: number | null;
 }
 
-/** chat: the model answers; speak: inject-text (the robot's own words); say: verbatim; asset: play a named sound. */
-export type ReplyKind = 'chat' | 'speak' | 'say' | 'asset';
+/**
+ * chat: the model answers; speak: inject-text (the robot's own words); say: verbatim; asset: play a named sound;
+ * greeting: the short fixed answer to a wake word (never a model call).
+ */
+export type ReplyKind = 'chat' | 'speak' | 'say' | 'asset' | 'greeting';
+/** Replies the operator or the bridge starts (inject-text, say, play-asset). */
+export type InjectKind = Exclude<ReplyKind, 'chat' | 'greeting'>;
 
 export type TurnEvent =
   | { type: 'listen_start'; mode: ListenMode }
@@ -25,7 +30,7 @@ export type TurnEvent =
   | { type: 'recognized'; turnId: number; text: string }
   | { type: 'reply_done'; turnId: number }
   | { type: 'abort'; reason: string }
-  | { type: 'inject'; text: string; kind: Exclude<ReplyKind, 'chat'> };
+  | { type: 'inject'; text: string; kind: InjectKind };
 
 export type TurnEffect =
   | { type: 'recognize'; turnId: number; audio: unknown }
@@ -41,6 +46,8 @@ export type TurnEffect =
 export interface TurnConfig {
   /** Recognised text with fewer letters/digits than this is noise (MIN_UTTERANCE_CHARS). */
   minUtteranceChars: number;
+  /** Spoken when a `listen detect` carries a wake word; '' = say nothing (only the `stt` echo). */
+  wakeGreeting?: string;
 }
 
 export function initialTurnState(): TurnState {
@@ -71,9 +78,24 @@ export function step(state: TurnState, event: TurnEvent, config: TurnConfig): St
         effects: state.mode === 'manual' ? [{ type: 'flush_utterance' }] : [],
       };
 
-    case 'detect':
-      if (event.wakeWord) return { state, effects: [{ type: 'wake_word', text: event.text }] };
-      return startReply(state, event.text, 'chat', config, true);
+    case 'detect': {
+      if (!event.wakeWord) return startReply(state, event.text, 'chat', config, true);
+      // As the reference server does: the wake word is echoed as `stt`, then a short greeting (or nothing).
+      const wake: TurnEffect = { type: 'wake_word', text: event.text };
+      if (!config.wakeGreeting) {
+        return { state, effects: [wake, { type: 'send_stt', text: event.text }] };
+      }
+      const greeting = startReply(
+        state,
+        config.wakeGreeting,
+        'greeting',
+        config,
+        false,
+        undefined,
+        event.text,
+      );
+      return { state: greeting.state, effects: [wake, ...greeting.effects] };
+    }
 
     case 'utterance': {
       if (state.replying !== null && state.mode !== 'realtime') {
@@ -127,6 +149,8 @@ function startReply(
   config: TurnConfig,
   typed: boolean,
   id?: number,
+  /** What the `stt` frame shows, when it is not the reply's own text (a greeting echoes the wake word). */
+  sttText?: string,
 ): Step {
   if (kind === 'chat' && typed && !isMeaningful(text, config.minUtteranceChars)) {
     return { state, effects: [{ type: 'dropped', reason: 'too_short', text }] };
@@ -137,6 +161,7 @@ function startReply(
     effects.push({ type: 'cancel', turnId: state.replying }, { type: 'tts_stop', turnId: state.replying });
   }
   if (kind === 'chat') effects.push({ type: 'send_stt', text });
+  else if (sttText !== undefined) effects.push({ type: 'send_stt', text: sttText });
   effects.push({ type: 'reply', turnId, text, kind });
   return {
     state: { ...state, nextTurnId: Math.max(state.nextTurnId, turnId + 1), replying: turnId },

@@ -40,11 +40,24 @@ describe('listen modes', () => {
     await eventually(() => robot.model.state === 'sleep', 10_000);
   }, 30_000);
 
-  it('a wake word in listen detect moves the robot into talk; other detect text is a typed query', async () => {
+  it('a wake word in listen detect moves the robot into talk and is greeted, never a model turn; other detect text is a typed query', async () => {
     const { robot, timeline } = await connected();
+    const calls = model.chatRequests().length;
+    const greeted = robot.waitFor(isStop, 15_000);
     robot.listen('detect', 'auto', 'Hi Pip');
+    await greeted;
     await eventually(() => robot.model.state === 'talk', 5000);
-    expect(timeline.labels()).not.toContain('stt');
+    // As the reference server: the wake word echoed as stt, then the short greeting (no thinking face).
+    expect(timeline.labels()).toEqual([
+      'stt',
+      'llm:happy',
+      'tts:start',
+      "sentence:Hi, I'm listening.",
+      'audio',
+      'tts:stop',
+    ]);
+    expect(model.chatRequests().length).toBe(calls);
+    timeline.clear();
 
     model.script({ text: '😮 A typed answer.' });
     const done = robot.waitFor(isStop, 15_000);
@@ -58,6 +71,14 @@ describe('listen modes', () => {
       'sentence:A typed answer.',
       'audio',
       'tts:stop',
+    ]);
+    // Every llm frame carries its face as text (clients print it), the thinking one included.
+    const llmFrames = timeline.entries.flatMap((e) =>
+      e.kind === 'frame' && e.frame.type === 'llm' ? [e.frame] : [],
+    );
+    expect(llmFrames.map((f) => [f.emotion, f.text])).toEqual([
+      ['thinking', '🤔'],
+      ['surprised', '😮'],
     ]);
   }, 30_000);
 

@@ -211,7 +211,8 @@ export function routeKey(method: string, url: string): string {
 
 /** One row of a route table: a route as fastify registered it and how to reach and judge it. */
 export interface RouteRow {
-  method: 'GET' | 'POST';
+  /** OPTIONS: a CORS preflight route (only its 204 and headers are judged). */
+  method: 'GET' | 'POST' | 'OPTIONS';
   /** As registered with fastify. */
   route: string;
   /** The path requested (default: `route`). */

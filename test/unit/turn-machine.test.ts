@@ -5,9 +5,9 @@ import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import type { ListenMode } from '../../src/protocol/index.js';
 import {
+  type InjectKind,
   initialTurnState,
   isMeaningful,
-  type ReplyKind,
   step,
   type TurnConfig,
   type TurnEffect,
@@ -61,10 +61,36 @@ describe('detect', () => {
   it.each([
     { text: 'hi pip', before: state() },
     { text: 'hey there', before: state({ replying: 4, nextTurnId: 5 }) },
-  ])('wake word "$text" → wake_word effect, state unchanged', ({ text, before }) => {
+  ])('wake word "$text" with no greeting → wake_word + stt echo, state unchanged', ({ text, before }) => {
     const { state: after, effects } = step(before, { type: 'detect', text, wakeWord: true }, config);
     expect(after).toBe(before);
-    expect(effects).toEqual([{ type: 'wake_word', text }]);
+    expect(effects).toEqual([
+      { type: 'wake_word', text },
+      { type: 'send_stt', text },
+    ]);
+  });
+
+  const greeting = { ...config, wakeGreeting: "😊 Hi, I'm listening." };
+  it('wake word with a greeting → wake_word, stt echo of the wake word, greeting reply (never chat)', () => {
+    const before = state({ nextTurnId: 4 });
+    const { state: after, effects } = step(
+      before,
+      { type: 'detect', text: '你好小智', wakeWord: true },
+      greeting,
+    );
+    expect(effects).toEqual([
+      { type: 'wake_word', text: '你好小智' },
+      { type: 'send_stt', text: '你好小智' },
+      { type: 'reply', turnId: 4, text: "😊 Hi, I'm listening.", kind: 'greeting' },
+    ]);
+    expect(after).toEqual({ ...before, replying: 4, nextTurnId: 5 });
+  });
+
+  it('wake word during a reply → the reply is interrupted before the greeting', () => {
+    const before = state({ nextTurnId: 6, replying: 5 });
+    const { effects } = step(before, { type: 'detect', text: 'hey pip', wakeWord: true }, greeting);
+    expect(types(effects)).toEqual(['wake_word', 'cancel', 'tts_stop', 'send_stt', 'reply']);
+    expect(effects.some((e) => e.type === 'reply' && e.kind === 'chat')).toBe(false);
   });
 
   it('typed text → send_stt + reply(chat) with a new id, replying set', () => {
@@ -279,7 +305,7 @@ describe('reply_done', () => {
 });
 
 describe('inject', () => {
-  it.each(['speak', 'say', 'asset'] as Array<Exclude<ReplyKind, 'chat'>>)(
+  it.each(['speak', 'say', 'asset'] as InjectKind[])(
     'inject %s → reply of that kind with a new id, no send_stt',
     (kind) => {
       const before = state({ nextTurnId: 6 });
@@ -289,7 +315,7 @@ describe('inject', () => {
     },
   );
 
-  it.each(['speak', 'say', 'asset'] as Array<Exclude<ReplyKind, 'chat'>>)(
+  it.each(['speak', 'say', 'asset'] as InjectKind[])(
     'inject %s during a reply → cancel + tts_stop the current reply first',
     (kind) => {
       const before = state({ nextTurnId: 6, replying: 5 });
@@ -349,7 +375,7 @@ describe('random event sequences (fast-check)', () => {
     | { type: 'recognized'; id: IdPick; text: string }
     | { type: 'reply_done'; id: IdPick }
     | { type: 'abort' }
-    | { type: 'inject'; kind: Exclude<ReplyKind, 'chat'> };
+    | { type: 'inject'; kind: InjectKind };
 
   const idPick = fc.oneof(
     fc.constantFrom<IdPick>('recognizing', 'recognizing', 'replying', 'previous', 'future'),
@@ -396,13 +422,14 @@ describe('random event sequences (fast-check)', () => {
 
   it('keeps turn ids monotonic and never revives a cancelled turn', () => {
     fc.assert(
-      fc.property(fc.array(eventSpec, { minLength: 1, maxLength: 200 }), (specs) => {
+      fc.property(fc.array(eventSpec, { minLength: 1, maxLength: 200 }), fc.boolean(), (specs, greets) => {
+        const stepConfig: TurnConfig = greets ? { ...config, wakeGreeting: 'Hi!' } : config;
         let s = initialTurnState();
         const cancelled = new Set<number>();
         const issued: number[] = []; // ids of new turns, in the order they appear
         for (const spec of specs) {
           const event = toEvent(spec, s);
-          const { state: next, effects } = step(s, event, config);
+          const { state: next, effects } = step(s, event, stepConfig);
 
           // nextTurnId never decreases; slots hold only issued ids.
           expect(next.nextTurnId).toBeGreaterThanOrEqual(s.nextTurnId);
@@ -434,10 +461,14 @@ describe('random event sequences (fast-check)', () => {
             issued.push(id);
           }
 
-          // A chat reply is always announced with send_stt in the same step, other kinds never.
+          // A chat reply is always announced with send_stt in the same step, and so is a wake word (its echo);
+          // other kinds never. A wake word never starts a chat reply.
           const reply = replies[0];
           const stt = effects.some((e) => e.type === 'send_stt');
-          expect(stt).toBe(reply !== undefined && reply.type === 'reply' && reply.kind === 'chat');
+          const woke = effects.some((e) => e.type === 'wake_word');
+          const chat = reply !== undefined && reply.type === 'reply' && reply.kind === 'chat';
+          expect(stt).toBe(chat || woke);
+          if (woke) expect(chat).toBe(false);
 
           s = next;
         }

@@ -78,6 +78,11 @@ const ROUTES: Row[] = [
     wrongTypes: { question: 5, file: 7 },
   },
   { method: 'GET', route: '/metrics', ok: 200 },
+  // CORS preflights of the device-facing routes (browser clients; src/voice/cors.ts).
+  { method: 'OPTIONS', route: '/device/ota/' },
+  { method: 'OPTIONS', route: '/device/ota/activate' },
+  { method: 'OPTIONS', route: '/device/ota/firmware/:file', path: '/device/ota/firmware/none_1.0.0.bin' },
+  { method: 'OPTIONS', route: '/mcp/vision/explain' },
 ];
 
 /** The voice server's liveness probe: the firmware's own boot request. */
@@ -121,6 +126,21 @@ describe.each(ROUTES.filter((row) => row.method === 'GET'))('GET $route', (row) 
       body: '{"a":',
     });
     expectRefusal(reply, (s) => s < 500, `GET ${path}`);
+    await expectAlive();
+  });
+});
+
+describe.each(ROUTES.filter((row) => row.method === 'OPTIONS'))('OPTIONS $route', (row) => {
+  it('answers a preflight with 204 and the CORS headers, whatever it carries', async () => {
+    for (const headers of [
+      { origin: 'http://page.example', 'access-control-request-method': 'POST' },
+      { 'access-control-request-headers': 'x'.repeat(4000) },
+      {},
+    ]) {
+      const reply = await send(t.httpUrl, { method: 'OPTIONS', path: pathOf(row), headers });
+      expect(reply.status, `OPTIONS ${row.route}`).toBe(204);
+      expect(reply.headers['access-control-allow-origin']).toBe('*');
+    }
     await expectAlive();
   });
 });

@@ -75,16 +75,30 @@ describe('boot response', () => {
     ['malformed JSON', '{"version": 2,', 'malformed_json'],
     ['an array body', '[1,2]', 'invalid_body'],
     ['a string body', '"hello"', 'invalid_body'],
-    ['flash_size as text', { flash_size: 'big' }, 'invalid_body'],
-    ['minimum_free_heap_size as a number', { minimum_free_heap_size: 12 }, 'invalid_body'],
+    // The fields the server reads (to pick a firmware image) are checked.
     ['application.version as a number', { application: { version: 1 } }, 'invalid_body'],
-    ['partition_table of strings', { partition_table: ['ota_0'] }, 'invalid_body'],
+    ['application as text', { application: 'xiaozhi' }, 'invalid_body'],
+    ['board.type as a number', { board: { type: 7 } }, 'invalid_body'],
   ])('refuses %s with 400 in the error shape', async (_name, body, code) => {
     t ??= await startTestVoice();
     const { status, json } = await post(t.otaUrl, body);
     expect(status).toBe(400);
     expect(json.error.code).toBe(code);
     expect(typeof json.error.message).toBe('string');
+  });
+
+  it.each([
+    // Real clients differ from the firmware in fields the server never reads: any JSON type is accepted.
+    ['minimum_free_heap_size as a number (browser test page)', { minimum_free_heap_size: 0 }],
+    ['flash_size as text', { flash_size: 'big' }],
+    ['partition_table of strings', { partition_table: ['ota_0'] }],
+    ['null sections', { chip_info: null, application: null, board: null, ota: null, display: null }],
+    ['zeros and empty strings', { version: 0, uuid: '', chip_model_name: '', mac_address: '' }],
+  ])('accepts %s', async (_name, body) => {
+    t ??= await startTestVoice();
+    const { status, json } = await post(t.otaUrl, body);
+    expect(status).toBe(200);
+    expect(json.websocket.url).toContain('/device/v1/');
   });
 
   it('requires a MAC Device-Id', async () => {

@@ -3,6 +3,7 @@
 // loop, so a slow, hung or throwing subscriber never blocks the publisher or the other subscribers; when a
 // subscriber's queue is full the oldest event is dropped and counted. `publish` never throws.
 import { z } from 'zod';
+import { canonicalDeviceId } from '../../protocol/index.js';
 import { HttpError } from '../../util/http-error.js';
 import { type Logger, silentLogger, ThrottledLog } from '../../util/log.js';
 
@@ -39,7 +40,7 @@ export const perceptionEventSchema = z.object({
     .max(64)
     .regex(/^[A-Za-z0-9_.:-]+$/, 'letters, digits and _ . : - only'),
   data: z.record(z.string(), z.unknown()).default({}),
-  device_id: z.string().min(1).max(128),
+  device_id: z.string().min(1).max(128).transform(canonicalDeviceId),
   session_id: z.string().max(200).default(''),
   ts: z.number().finite().nonnegative().optional(),
 });

@@ -13,6 +13,7 @@
 // loopback admin routes, so a flip behaves the same wherever it comes from.
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { z } from 'zod';
+import { canonicalDeviceId } from '../../protocol/index.js';
 import { ROBOT_STATES } from '../../robot/states.js';
 import { errorBody, HttpError, parseBody } from '../../util/http-error.js';
 import { type Logger, ThrottledLog } from '../../util/log.js';
@@ -71,7 +72,7 @@ const READ_ONLY_MESSAGE =
 /** How long one answer of the voice server's device list serves every dashboard. */
 const CONNECTED_DEVICES_REUSE_MS = 1000;
 
-const deviceId = z.string().min(1).max(128);
+const deviceId = z.string().min(1).max(128).transform(canonicalDeviceId);
 const schemas = {
   login: z.object({ password: z.string().max(1024) }),
   kidMode: z.object({ enabled: z.boolean() }),
