@@ -17,6 +17,8 @@ export const STOCK_XIAOZHI_WAKE_WORDS: readonly string[] = [
   '喵喵同学',
   '小滨小滨',
   '小冰小冰',
+  // py-xiaozhi sends this fixed text ("wake up") whatever its keyword spotter heard.
+  '唤醒',
 ];
 
 /** Lower case, punctuation and emoji removed, spaces collapsed: "Hey, Pip!" and "hey pip" are one wake word. */

@@ -61,6 +61,8 @@ export interface ConversationDeps {
   clock?: Clock;
 }
 
+const SET_STATE_TOOL = 'self.robot.set_state';
+
 /** Acknowledgements spoken when a voice phrase changes the state. */
 const ACKNOWLEDGEMENTS: Record<RobotState, string> = {
   sleep: '😴 Good night.',
@@ -322,7 +324,9 @@ export class Conversation extends EventEmitter<ConversationEvents> {
         this.deps.options.robotName,
         this.deps.songs?.() ?? [],
       );
-      if (phrase) {
+      // A client without the state tool (stock firmware, browser and PC clients) has no states: its phrase is a
+      // question for the model, not an acknowledgement of a change that cannot happen.
+      if (phrase && (await this.deps.session.offersTool(SET_STATE_TOOL))) {
         this.log.info({ phrase: phrase.phrase, target: phrase.target }, 'voice phrase');
         await this.setState(phrase.target);
         await speakText(speech, ACKNOWLEDGEMENTS[phrase.target]);
@@ -377,8 +381,9 @@ export class Conversation extends EventEmitter<ConversationEvents> {
   /** Asks the firmware to change state; the device's own state_changed event confirms it. */
   private async setState(target: RobotState): Promise<void> {
     if (target === this.robotState) return;
+    if (!(await this.deps.session.offersTool(SET_STATE_TOOL))) return;
     try {
-      await this.deps.session.mcp.callTool('self.robot.set_state', { state: target }, { timeoutMs: 5000 });
+      await this.deps.session.mcp.callTool(SET_STATE_TOOL, { state: target }, { timeoutMs: 5000 });
       this.robotState = target;
     } catch (error) {
       this.log.warn({ err: (error as Error).message, target }, 'device did not take the state change');

@@ -16,6 +16,8 @@ export const CORS_ALLOWED_HEADERS = [
   'user-agent',
   'serial-number',
   'protocol-version',
+  // The browser test page's newer connector names the agent it wants.
+  'agent-id',
 ];
 const ALLOWED_METHODS = 'GET, POST, OPTIONS';
 const PREFLIGHT_MAX_AGE_SEC = 600;

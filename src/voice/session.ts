@@ -72,6 +72,9 @@ export class DeviceSession extends EventEmitter<SessionEvents> implements Regist
   userTools: McpTool[] = [];
   private mcpStarted = false;
   private closed = false;
+  /** Settles once the device's tools are known: discovery ended (or failed), or the device offers no MCP. */
+  private readonly toolsKnown: Promise<void>;
+  private markToolsKnown: () => void = () => {};
   private helloTimer: NodeJS.Timeout | undefined;
   private idleTimer: NodeJS.Timeout | undefined;
   private readonly log: Logger;
@@ -83,6 +86,9 @@ export class DeviceSession extends EventEmitter<SessionEvents> implements Regist
     private readonly options: SessionOptions,
   ) {
     super();
+    this.toolsKnown = new Promise((resolve) => {
+      this.markToolsKnown = resolve;
+    });
     this.log = options.logger.child({ device: info.deviceId, session: this.sessionId });
     this.badFrameLog = new ThrottledLog(this.log);
     this.mcp = new McpClient({
@@ -220,15 +226,43 @@ export class DeviceSession extends EventEmitter<SessionEvents> implements Regist
     if (frame.features?.mcp && !this.mcpStarted) {
       this.mcpStarted = true;
       void this.discoverTools();
+    } else if (!frame.features?.mcp) {
+      this.markToolsKnown();
     }
+  }
+
+  /**
+   * Whether the device offers the tool (regular or user-only). Waits up to `waitMs` for discovery, because a
+   * client may send its first words right after hello. Stock firmware, the browser page and py-xiaozhi have no
+   * `self.robot.*` tools: asking them would only earn an "Unknown tool" error.
+   */
+  async offersTool(name: string, waitMs = 3000): Promise<boolean> {
+    let timer: NodeJS.Timeout | undefined;
+    await Promise.race([
+      this.toolsKnown,
+      new Promise<void>((resolve) => {
+        timer = setTimeout(resolve, waitMs);
+      }),
+    ]);
+    clearTimeout(timer);
+    return this.tools.some((tool) => tool.name === name) || this.userTools.some((tool) => tool.name === name);
   }
 
   private async discoverTools(): Promise<void> {
     try {
-      await this.mcp.initialize(
-        { vision: { url: this.options.visionUrl, token: this.visionToken } },
-        this.options.serverVersion,
-      );
+      try {
+        await this.mcp.initialize(
+          { vision: { url: this.options.visionUrl, token: this.visionToken } },
+          this.options.serverVersion,
+        );
+      } catch (error) {
+        // Some clients (an older browser test page) log `initialize` and never answer it, yet list their tools.
+        if (this.closed) throw error;
+        this.log.info(
+          { err: (error as Error).message },
+          'device did not answer MCP initialize; listing tools anyway',
+        );
+      }
       this.tools = await this.mcp.listTools(false);
       const all = await this.mcp.listTools(true);
       const regular = new Set(this.tools.map((tool) => tool.name));
@@ -240,6 +274,8 @@ export class DeviceSession extends EventEmitter<SessionEvents> implements Regist
       this.emit('ready', this.tools);
     } catch (error) {
       if (!this.closed) this.log.warn({ err: (error as Error).message }, 'device MCP discovery failed');
+    } finally {
+      this.markToolsKnown();
     }
   }
 
@@ -262,6 +298,7 @@ export class DeviceSession extends EventEmitter<SessionEvents> implements Regist
     this.closed = true;
     clearTimeout(this.helloTimer);
     clearTimeout(this.idleTimer);
+    this.markToolsKnown();
     this.mcp.close('device disconnected');
     this.log.info({ code, reason }, 'device disconnected');
     this.emit('closed');

@@ -132,7 +132,7 @@ describe.each(ROUTES.filter((row) => row.method === 'GET'))('GET $route', (row) 
 
 describe.each(ROUTES.filter((row) => row.method === 'OPTIONS'))('OPTIONS $route', (row) => {
   it('answers a preflight with 204 and the CORS headers, whatever it carries', async () => {
-    for (const headers of [
+    for (const headers of <Array<Record<string, string>>>[
       { origin: 'http://page.example', 'access-control-request-method': 'POST' },
       { 'access-control-request-headers': 'x'.repeat(4000) },
       {},
