@@ -1,12 +1,10 @@
 // The `deskbot` command: services, the virtual robot, and small tools.
-import { readFile } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { agentCommand, startBridge } from './bridge/server.js';
 import { type Config, ConfigError, loadConfig } from './config/index.js';
-import { VirtualRobot } from './device/robot.js';
+import { ROBOT_OPTIONS, runRobot } from './device/robot-cli.js';
 import { fetchModel, isModelInstalled, listModels } from './models/fetch.js';
-import { isBinaryVersion } from './protocol/index.js';
 import { createLogger } from './util/log.js';
 import { VERSION } from './version.js';
 import { startVoiceServer } from './voice/server.js';
@@ -18,15 +16,8 @@ Usage:
   deskbot voice                 the voice server only (WS :8000, HTTP :8003)
   deskbot bridge                the bridge (HTTP :8080) and the agent runtime it drives
   deskbot agent                 the embedded ACP agent on stdio
-  deskbot robot [options]       the virtual robot: boots via OTA, connects, talks
-      --ota URL                 boot endpoint (default http://localhost:8003/device/ota/)
-      --device-id MAC           default: a random locally administered MAC
-      --protocol-version N      binary framing 1, 2 or 3 (default 1, or what OTA says)
-      --state-dir DIR           keep the robot's flash and identity here
-      --once                    exit after the handshake and MCP discovery
-      --say TEXT                say TEXT into the microphone (espeak-ng), print the reply, exit
-      --wav FILE                send a 16-bit WAV file as microphone input, print the reply, exit
-      --out FILE                with --say/--wav: save the reply audio the robot heard as WAV
+  deskbot robot [options]       the virtual robot: boots via OTA, connects, talks (robot --help)
+${ROBOT_OPTIONS}
   deskbot models list           speech models for the sherpa providers, and which are installed
   deskbot models fetch NAME [--force]   download one (needs internet) into DATA_DIR/models/NAME
   deskbot --version | --help
@@ -58,7 +49,7 @@ export async function main(argv: string[]): Promise<number> {
         return await runAgent();
       }
       case 'robot':
-        return await runRobot(rest);
+        return await runRobot(rest, waitForSignal);
       case 'models':
         return await runModels(rest);
       default:
@@ -132,78 +123,6 @@ async function runServices(command: 'start' | 'voice' | 'bridge'): Promise<numbe
   return 0;
 }
 
-async function runRobot(argv: string[]): Promise<number> {
-  const { values } = parseArgs({
-    args: argv,
-    options: {
-      ota: { type: 'string', default: 'http://localhost:8003/device/ota/' },
-      'device-id': { type: 'string' },
-      'protocol-version': { type: 'string' },
-      'state-dir': { type: 'string' },
-      once: { type: 'boolean', default: false },
-      say: { type: 'string' },
-      wav: { type: 'string' },
-      out: { type: 'string' },
-    },
-  });
-  const protocolVersion = values['protocol-version'] ? Number(values['protocol-version']) : undefined;
-  if (protocolVersion !== undefined && !isBinaryVersion(protocolVersion)) {
-    console.error('deskbot robot: --protocol-version must be 1, 2 or 3');
-    return 2;
-  }
-  const robot = new VirtualRobot({
-    otaUrl: values.ota,
-    ...(values['device-id'] ? { deviceId: values['device-id'] } : {}),
-    ...(protocolVersion ? { protocolVersion } : {}),
-    ...(values['state-dir'] ? { stateDir: values['state-dir'] } : {}),
-    retryBaseMs: 1000,
-    maxBootAttempts: 3,
-    log: (message, fields) => console.log(`robot: ${message}${fields ? ` ${JSON.stringify(fields)}` : ''}`),
-  });
-  console.log(`robot ${robot.deviceId}: booting from ${values.ota}`);
-  await robot.boot();
-  console.log(
-    `robot: firmware ${robot.firmwareVersion} on ${robot.partition}; websocket ${robot.ota?.websocket?.url}`,
-  );
-  await robot.connect();
-  console.log(`robot: connected, session ${robot.sessionId}, binary protocol v${robot.protocolVersion}`);
-  robot.on('frame', (frame) => {
-    if (frame.type !== 'mcp') console.log(`robot <- ${JSON.stringify(frame)}`);
-  });
-  const discovered = await waitForDiscovery(robot, 10_000);
-  console.log(
-    discovered
-      ? `robot: MCP initialized; vision endpoint ${robot.vision.url}`
-      : 'robot: no MCP initialize yet',
-  );
-  if (values.say !== undefined || values.wav !== undefined) {
-    const reply = new Promise<{ pcm: Int16Array; sentences: string[] }>((resolveReply, reject) => {
-      robot.once('reply', resolveReply);
-      setTimeout(() => reject(new Error('no reply within 60 s')), 60_000).unref();
-    });
-    if (values.say !== undefined) await robot.say(values.say, { paced: true });
-    else await robot.sendWav(await readFile(values.wav!), { paced: true });
-    const { pcm, sentences } = await reply;
-    console.log(
-      `robot heard: ${sentences.join(' ')} (${(pcm.length / robot.downlinkSampleRate).toFixed(1)} s of audio)`,
-    );
-    if (values.out) {
-      await robot.saveReplyWav(values.out, pcm);
-      console.log(`robot: reply saved to ${values.out}`);
-    }
-    robot.disconnect();
-    return 0;
-  }
-  if (values.once) {
-    robot.disconnect();
-    return discovered ? 0 : 1;
-  }
-  robot.on('disconnected', (code) => console.log(`robot: disconnected (${code})`));
-  await waitForSignal();
-  robot.disconnect();
-  return 0;
-}
-
 async function runModels(argv: string[]): Promise<number> {
   const { positionals, values } = parseArgs({
     args: argv,
@@ -236,20 +155,6 @@ async function runModels(argv: string[]): Promise<number> {
   }
   console.error('usage: deskbot models list | deskbot models fetch NAME [--force]');
   return 2;
-}
-
-/** MCP discovery ends with the server's second tools/list; wait until the vision URL arrived and the lists settled. */
-async function waitForDiscovery(robot: VirtualRobot, timeoutMs: number): Promise<boolean> {
-  const deadline = Date.now() + timeoutMs;
-  let lastListAt = 0;
-  robot.on('frame', (frame) => {
-    if (frame.type === 'mcp' && frame.payload.method === 'tools/list') lastListAt = Date.now();
-  });
-  while (Date.now() < deadline) {
-    if (robot.vision.url && lastListAt && Date.now() - lastListAt > 300) return true;
-    await new Promise((r) => setTimeout(r, 50));
-  }
-  return Boolean(robot.vision.url);
 }
 
 /** Startup check: a model endpoint that does not answer gets a clear warning (turns will fail softly). */

@@ -1,6 +1,7 @@
 // The firmware's boot sequence against the OTA endpoint: the check request (with retries and
 // exponential backoff), activation, and the two-partition firmware update with rollback.
 import { createHmac } from 'node:crypto';
+import { setTimeout as delay } from 'node:timers/promises';
 import type { OtaResponse } from '../protocol/index.js';
 import { compareVersions } from '../protocol/index.js';
 
@@ -102,6 +103,34 @@ export function bootRequest(options: Pick<BootOptions, 'identity' | 'flash'>): {
   return { headers, body };
 }
 
+export interface BootSettings {
+  otaUrl: string;
+  identity: Omit<BootIdentity, 'appName' | 'language'>;
+  flash: FlashState;
+  /** Default 10 s, doubling: the firmware's OTA retry (emulators and tests shorten it). */
+  retryBaseMs?: number;
+  /** Default 10, as the firmware. */
+  maxAttempts?: number;
+  log: BootOptions['log'];
+  signal?: AbortSignal;
+}
+
+/** The firmware's boot options; only the retry schedule may differ from the device's. */
+export function firmwareBootOptions(settings: BootSettings): BootOptions {
+  const { retryBaseMs, maxAttempts, identity, signal, ...rest } = settings;
+  return {
+    ...rest,
+    identity: { ...identity, appName: 'xiaozhi', language: 'en-US' },
+    retryBaseMs: retryBaseMs ?? 10_000,
+    maxAttempts: maxAttempts ?? 10,
+    activationPollMs: Math.min(3000, retryBaseMs ?? 3000),
+    activationAttempts: 10,
+    fetchTimeoutMs: 10_000,
+    sleep: (ms, s) => delay(ms, undefined, s ? { signal: s } : {}),
+    ...(signal ? { signal } : {}),
+  };
+}
+
 export class BootError extends Error {}
 
 /** The check request, retried up to maxAttempts with exponential backoff (non-200 or non-JSON = failure). */
@@ -124,15 +153,25 @@ export async function checkVersion(options: BootOptions): Promise<OtaResponse> {
       return parsed as OtaResponse;
     } catch (error) {
       if (options.signal?.aborted) throw new BootError('boot aborted');
-      lastError = (error as Error).message;
-      options.log('boot check failed', { attempt, error: lastError, retryInMs: delayMs });
-      if (attempt < options.maxAttempts) {
+      // fetch says only "fetch failed"; the cause names what happened (ECONNREFUSED, a DNS failure…).
+      const cause = (error as Error).cause as Error | undefined;
+      lastError = cause?.message
+        ? `${(error as Error).message} (${cause.message})`
+        : (error as Error).message;
+      const last = attempt === options.maxAttempts;
+      options.log('boot check failed', {
+        attempt,
+        error: lastError,
+        ...(last ? {} : { retryInMs: delayMs }),
+      });
+      if (!last) {
         await options.sleep(delayMs, options.signal);
         delayMs *= 2;
       }
     }
   }
-  throw new BootError(`boot check failed ${options.maxAttempts} times; last error: ${lastError}`);
+  const tries = options.maxAttempts > 1 ? ` ${options.maxAttempts} times; last error` : '';
+  throw new BootError(`boot check at ${options.otaUrl} failed${tries}: ${lastError}`);
 }
 
 /** Answers the activation challenge with HMAC-SHA256(eFuse key, challenge) and polls while the server says 202. */
@@ -175,6 +214,38 @@ export async function activate(
     await options.sleep(options.activationPollMs, options.signal);
   }
   return false;
+}
+
+export interface BootHooks {
+  /** Each pass through the bootloader (the first boot and every reboot into an update). */
+  booting(): void;
+  rebooting(): void;
+  rolledBack(previous: PartitionLabel): void;
+  /** Persist the flash after an update (the firmware writes otadata before rebooting). */
+  save(): Promise<void>;
+}
+
+/**
+ * The firmware's start-up: check the version, install an offered update and reboot into it (at most three times,
+ * so a server that always offers something cannot loop the device), then answer activation.
+ */
+export async function bootSequence(options: BootOptions, hooks: BootHooks): Promise<OtaResponse> {
+  for (let round = 0; round < 4; round++) {
+    hooks.booting();
+    const response = await checkVersion(options);
+    if (wantsUpgrade(options.flash, response.firmware) && round < 3) {
+      const previous = options.flash.running;
+      if ((await installFirmware(options, response.firmware!)) === 'installed') {
+        hooks.rebooting();
+        if (bootloaderSelect(options.flash, previous).rolledBack) hooks.rolledBack(previous);
+        await hooks.save();
+        continue;
+      }
+    }
+    if (response.activation) await activate(options, response.activation);
+    return response;
+  }
+  throw new BootError('boot did not settle after 3 firmware updates');
 }
 
 export type UpgradeOutcome = 'none' | 'installed' | 'download_failed';

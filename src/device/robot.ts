@@ -4,15 +4,10 @@
 import { randomUUID } from 'node:crypto';
 import { EventEmitter } from 'node:events';
 import { writeFile } from 'node:fs/promises';
-import { setTimeout as delay } from 'node:timers/promises';
 import WebSocket from 'ws';
-import { concatPcm, OpusFrameEncoder } from '../audio/opus.js';
-import type { Clock } from '../audio/pacer.js';
-import { loadResampler, resample } from '../audio/resample.js';
-import { decodeWav, encodeWav } from '../audio/wav.js';
+import { encodeWav } from '../audio/wav.js';
 import {
   type BinaryVersion,
-  decodeBinary,
   encodeBinary,
   isBinaryVersion,
   type ListenMode,
@@ -20,59 +15,20 @@ import {
   parseServerFrame,
   type ServerFrame,
 } from '../protocol/index.js';
-import {
-  activate,
-  type BootOptions,
-  bootloaderSelect,
-  checkVersion,
-  installFirmware,
-  runningVersion,
-  wantsUpgrade,
-} from './boot.js';
+import { type BootOptions, bootSequence, firmwareBootOptions, runningVersion } from './boot.js';
 import { DEFAULT_SCENE, explainPhoto, renderJpeg, type Scene } from './camera.js';
+import { ChannelError, nextFrame, openSocket } from './channel.js';
 import { Firmware } from './firmware.js';
+import { randomMac } from './identity.js';
 import { DeviceMcpServer } from './mcp-server.js';
+import { type PcmSendOptions, spokenPcm, streamPcm, wavPcm } from './microphone.js';
 import { freshState, loadPersisted, type Persisted, savePersisted } from './persisted.js';
+import type { ReceivedFrame, RobotEvents, VirtualRobotOptions } from './robot-types.js';
 import { Speaker } from './speaker.js';
 import { buildTools, type DeviceModel, initialModel } from './tools.js';
-import { loopPcm, quietHum, speechPcm16k } from './voice.js';
+import { loopPcm, quietHum } from './voice.js';
 
-export interface VirtualRobotOptions {
-  otaUrl: string;
-  deviceId?: string;
-  clientId?: string;
-  boardType?: string;
-  firmwareVersion?: string;
-  /** Folder for persisted device state (flash, client id); none = in memory only. */
-  stateDir?: string;
-  /** The firmware's clock (scenarios may use a fake one). */
-  clock?: Clock;
-  /** talk → idle this long after the face is lost (FACE_LOST_GRACE_MS). */
-  faceLostGraceMs?: number;
-  /** Binary protocol version; the OTA response's websocket.version overrides it, as on the device. */
-  protocolVersion?: BinaryVersion;
-  serialNumber?: string;
-  hmacKey?: string;
-  retryBaseMs?: number;
-  maxBootAttempts?: number;
-  helloTimeoutMs?: number;
-  mcpPageBytes?: number;
-  log?: (message: string, fields?: Record<string, unknown>) => void;
-}
-
-export interface ReceivedFrame {
-  at: number;
-  frame: ServerFrame;
-}
-
-export interface RobotEvents {
-  frame: [ServerFrame];
-  audio: [Int16Array];
-  /** A reply ended (tts stop): all PCM decoded since tts start. */
-  reply: [{ pcm: Int16Array; sentences: string[] }];
-  rebooting: [];
-  disconnected: [number];
-}
+export type { ReceivedFrame, RobotEvents, VirtualRobotOptions } from './robot-types.js';
 
 const MAX_FRAME_LOG = 5000;
 
@@ -102,6 +58,8 @@ export class VirtualRobot extends EventEmitter<RobotEvents> {
   ambient: Int16Array = quietHum();
   private persisted: Persisted;
   private socket: WebSocket | undefined;
+  /** A connect or reboot is under way: whoever reconnects must not open a second channel. */
+  private openingChannels = 0;
   private binaryVersion: BinaryVersion;
   private readonly mcp: DeviceMcpServer;
   private readonly log: (message: string, fields?: Record<string, unknown>) => void;
@@ -126,6 +84,7 @@ export class VirtualRobot extends EventEmitter<RobotEvents> {
       model: this.model,
       // The firmware only has the audio channel during a conversation; events outside it are dropped.
       emit: (name, data) => {
+        this.emit('perception', name, data);
         if (this.connected) this.sendEvent(name, data);
         else this.stats.eventsDropped++;
       },
@@ -186,60 +145,58 @@ export class VirtualRobot extends EventEmitter<RobotEvents> {
     return this.socket?.readyState === WebSocket.OPEN;
   }
 
+  /** A connect or reboot is in progress. */
+  get opening(): boolean {
+    return this.openingChannels > 0;
+  }
+
   /** Boot as the firmware does: check version (installing and rebooting into updates), activate, ready to connect. */
   async boot(signal?: AbortSignal): Promise<OtaResponse> {
-    const options = this.bootOptions(signal);
     await this.saveState();
-    for (let round = 0; round < 4; round++) {
-      this.stats.boots++;
-      const response = await checkVersion(options);
-      this.ota = response;
-      if (wantsUpgrade(this.persisted.flash, response.firmware) && round < 3) {
-        const previous = this.persisted.flash.running;
-        if ((await installFirmware(options, response.firmware!)) === 'installed') {
-          this.emit('rebooting');
-          const { rolledBack } = bootloaderSelect(this.persisted.flash, previous);
-          if (rolledBack) {
-            this.stats.rollbacks++;
-            this.log('new image failed its check; rolled back', { partition: previous });
-          }
-          await this.saveState();
-          continue;
-        }
-      }
-      if (response.activation) await activate(options, response.activation);
-      const version = response.websocket?.version;
-      if (isBinaryVersion(version)) this.binaryVersion = version;
-      return response;
-    }
-    throw new Error('boot did not settle after 3 firmware updates');
+    const response = await bootSequence(this.bootOptions(signal), {
+      booting: () => this.stats.boots++,
+      rebooting: () => this.emit('rebooting'),
+      rolledBack: (previous) => {
+        this.stats.rollbacks++;
+        this.log('new image failed its check; rolled back', { partition: previous });
+      },
+      save: () => this.saveState(),
+    });
+    this.ota = response;
+    const version = response.websocket?.version;
+    if (isBinaryVersion(version)) this.binaryVersion = version;
+    return response;
   }
 
   /** Opens the audio channel: WebSocket with the firmware's headers, then hello; fails after 10 s without one. */
   async connect(): Promise<void> {
     const url = this.ota?.websocket?.url;
-    if (!url) throw new Error('no websocket url: boot first');
-    const headers: Record<string, string> = {
-      'Protocol-Version': String(this.binaryVersion),
-      'Device-Id': this.deviceId,
-      'Client-Id': this.persisted.clientId,
-    };
-    const token = this.ota?.websocket?.token;
-    if (token) headers.Authorization = token.includes(' ') ? token : `Bearer ${token}`;
-    const socket = new WebSocket(url, { headers, perMessageDeflate: false });
+    if (!url) throw new ChannelError('no websocket url: boot first');
+    await this.whileOpening(() => this.openChannel(url));
+  }
+
+  private async whileOpening(work: () => Promise<void>): Promise<void> {
+    this.openingChannels++;
+    try {
+      await work();
+    } finally {
+      this.openingChannels--;
+    }
+  }
+
+  private async openChannel(url: string): Promise<void> {
+    const socket = await openSocket(url, {
+      protocolVersion: this.binaryVersion,
+      deviceId: this.deviceId,
+      clientId: this.persisted.clientId,
+      ...(this.ota?.websocket?.token ? { token: this.ota.websocket.token } : {}),
+    });
     this.socket = socket;
     socket.on('message', (data, isBinary) => this.onMessage(data as Buffer, isBinary));
     socket.on('close', (code) => {
       if (this.socket === socket) this.socket = undefined;
-      this.speaker.speaking = false;
+      this.goIdle();
       this.emit('disconnected', code);
-    });
-    await new Promise<void>((resolve, reject) => {
-      socket.once('open', () => resolve());
-      socket.once('error', reject);
-      socket.once('unexpected-response', (_req, res) =>
-        reject(new Error(`upgrade refused: HTTP ${res.statusCode}`)),
-      );
     });
     socket.on('error', (error) => this.log('socket error', { error: error.message }));
     const hello = this.waitFor((frame) => frame.type === 'hello', this.options.helloTimeoutMs ?? 10_000);
@@ -251,16 +208,20 @@ export class VirtualRobot extends EventEmitter<RobotEvents> {
       audio_params: { format: 'opus', sample_rate: 16000, channels: 1, frame_duration: 60 },
     });
     try {
-      const frame = await hello;
-      if (frame.type === 'hello') {
-        this.sessionId = frame.session_id;
-        this.downlinkSampleRate = frame.audio_params.sample_rate ?? 24_000;
-        this.speaker.configure(this.downlinkSampleRate);
-      }
+      await hello; // onFrame took its session id and audio parameters
     } catch (error) {
       socket.terminate();
-      throw new Error(`channel failed: ${(error as Error).message}`);
+      throw new ChannelError(`channel failed: ${(error as Error).message}`);
     }
+  }
+
+  /** The firmware on a closed channel (OnAudioChannelClosed): back to idle, mic closed, nothing playing. */
+  private goIdle(): void {
+    if (this.speaker.speaking) {
+      this.speaker.stop();
+      this.firmware.setSpeaking(false);
+    }
+    this.firmware.setListening(false);
   }
 
   /** Boot then connect, the usual start. */
@@ -280,18 +241,20 @@ export class VirtualRobot extends EventEmitter<RobotEvents> {
 
   async reboot(): Promise<void> {
     this.emit('rebooting');
-    this.socket?.terminate();
-    await this.start();
+    await this.whileOpening(async () => {
+      this.socket?.terminate();
+      await this.start();
+    });
   }
 
   sendJson(frame: Record<string, unknown>): void {
-    if (!this.connected) throw new Error('not connected');
+    if (!this.connected) throw new ChannelError('not connected');
     this.socket!.send(JSON.stringify(frame));
   }
 
   /** Raw send, for fuzzing: bytes or text exactly as given. */
   sendRaw(data: string | Uint8Array, binary: boolean): void {
-    if (!this.connected) throw new Error('not connected');
+    if (!this.connected) throw new ChannelError('not connected');
     this.socket!.send(data, { binary });
   }
 
@@ -314,19 +277,8 @@ export class VirtualRobot extends EventEmitter<RobotEvents> {
   }
 
   /** Streams 16 kHz PCM as 60 ms Opus packets, paced in real time unless `paced` is false. */
-  async sendPcm(pcm16k: Int16Array, options: { paced?: boolean; frameMs?: 20 | 60 } = {}): Promise<void> {
-    const encoder = new OpusFrameEncoder(16000, options.frameMs ?? 60);
-    const packets = [...encoder.encode(pcm16k), ...encoder.flush()];
-    let timestampMs = 0;
-    const start = performance.now();
-    for (const packet of packets) {
-      this.sendAudioPacket(packet, timestampMs);
-      timestampMs += encoder.frameMs;
-      if (options.paced !== false) {
-        const wait = start + timestampMs - performance.now();
-        if (wait > 0) await delay(wait);
-      }
-    }
+  async sendPcm(pcm16k: Int16Array, options: PcmSendOptions = {}): Promise<void> {
+    await streamPcm(pcm16k, (opus, timestampMs) => this.sendAudioPacket(opus, timestampMs), options);
   }
 
   /**
@@ -337,37 +289,26 @@ export class VirtualRobot extends EventEmitter<RobotEvents> {
     text: string,
     options: { mode?: ListenMode; paced?: boolean; silenceMs?: number; listen?: boolean } = {},
   ): Promise<void> {
-    const pcm = await speechPcm16k(text);
-    const silence = new Int16Array((16000 * (options.silenceMs ?? 1000)) / 1000);
+    const pcm = await spokenPcm(text, options.silenceMs ?? 1000);
     if (options.listen !== false) this.listen('start', options.mode ?? 'auto');
-    await this.sendPcm(concatPcm(pcm, silence), { paced: options.paced ?? false });
+    await this.sendPcm(pcm, { paced: options.paced ?? false });
     if (options.mode === 'manual') this.listen('stop', 'manual');
   }
 
   /** Sends a 16-bit WAV file (any rate) as microphone input, with listen start and trailing silence. */
   async sendWav(file: Uint8Array, options: { paced?: boolean; mode?: ListenMode } = {}): Promise<void> {
-    await loadResampler();
-    const wav = decodeWav(file);
-    const pcm = resample(wav.pcm, wav.sampleRate, 16000);
+    const pcm = await wavPcm(file);
     this.listen('start', options.mode ?? 'auto');
-    await this.sendPcm(concatPcm(pcm, new Int16Array(16000)), { paced: options.paced ?? false });
+    await this.sendPcm(pcm, { paced: options.paced ?? false });
   }
 
   /** Resolves with the next server frame matching `predicate` (looking at frames from now on). */
   waitFor(predicate: (frame: ServerFrame) => boolean, timeoutMs = 10_000): Promise<ServerFrame> {
-    return new Promise((resolve, reject) => {
-      const onFrame = (frame: ServerFrame) => {
-        if (!predicate(frame)) return;
-        clearTimeout(timer);
-        this.off('frame', onFrame);
-        resolve(frame);
-      };
-      const timer = setTimeout(() => {
-        this.off('frame', onFrame);
-        reject(new Error(`no matching frame within ${timeoutMs} ms`));
-      }, timeoutMs);
-      this.on('frame', onFrame);
-    });
+    const subscribe = (listener: (frame: ServerFrame) => void) => {
+      this.on('frame', listener);
+      return () => this.off('frame', listener);
+    };
+    return nextFrame(subscribe, predicate, timeoutMs);
   }
 
   async saveReplyWav(path: string, pcm: Int16Array): Promise<void> {
@@ -394,6 +335,13 @@ export class VirtualRobot extends EventEmitter<RobotEvents> {
 
   private onFrame(frame: ServerFrame): void {
     switch (frame.type) {
+      case 'hello':
+        // Taken here, not where connect() awaits it: the server's MCP initialize can arrive in the same read.
+        this.sessionId = frame.session_id;
+        this.downlinkSampleRate = frame.audio_params.sample_rate ?? 24_000;
+        this.speaker.configure(this.downlinkSampleRate);
+        this.emit('connected', frame.session_id);
+        break;
       case 'tts':
         if (frame.state === 'start') {
           // The firmware enters Speaking and resets its decoder; audio is played only in this state.
@@ -424,52 +372,36 @@ export class VirtualRobot extends EventEmitter<RobotEvents> {
   }
 
   private onBinary(data: Buffer): void {
-    let payload: Uint8Array;
-    try {
-      const packet = decodeBinary(
-        this.binaryVersion,
-        new Uint8Array(data.buffer, data.byteOffset, data.byteLength),
-      );
-      if (packet.payloadType !== 0) return;
-      payload = packet.payload;
-    } catch {
-      this.stats.badPackets++;
-      return;
-    }
-    const result = this.speaker.play(payload);
+    const bytes = new Uint8Array(data.buffer, data.byteOffset, data.byteLength);
+    const result = this.speaker.receive(this.binaryVersion, bytes);
     if ('played' in result) {
       this.stats.audioPackets++;
       this.emit('audio', result.played);
     } else if (result.dropped === 'not_speaking') {
       this.stats.audioDroppedNotSpeaking++;
-    } else {
-      this.stats.audioPackets++;
+    } else if (result.dropped !== 'not_audio') {
+      if (result.dropped === 'undecodable') this.stats.audioPackets++;
       this.stats.badPackets++;
     }
   }
 
   private bootOptions(signal?: AbortSignal): BootOptions {
-    return {
-      otaUrl: this.options.otaUrl,
+    const { otaUrl, serialNumber, hmacKey, retryBaseMs, maxBootAttempts } = this.options;
+    return firmwareBootOptions({
+      otaUrl,
       identity: {
         deviceId: this.deviceId,
         clientId: this.persisted.clientId,
         boardType: this.boardType,
-        appName: 'xiaozhi',
-        language: 'en-US',
-        ...(this.options.serialNumber ? { serialNumber: this.options.serialNumber } : {}),
-        ...(this.options.hmacKey ? { hmacKey: this.options.hmacKey } : {}),
+        ...(serialNumber ? { serialNumber } : {}),
+        ...(hmacKey ? { hmacKey } : {}),
       },
       flash: this.persisted.flash,
-      retryBaseMs: this.options.retryBaseMs ?? 10_000,
-      maxAttempts: this.options.maxBootAttempts ?? 10,
-      activationPollMs: Math.min(3000, this.options.retryBaseMs ?? 3000),
-      activationAttempts: 10,
-      fetchTimeoutMs: 10_000,
-      sleep: (ms, s) => delay(ms, undefined, s ? { signal: s } : {}),
+      ...(retryBaseMs !== undefined ? { retryBaseMs } : {}),
+      ...(maxBootAttempts !== undefined ? { maxAttempts: maxBootAttempts } : {}),
       log: this.log,
       ...(signal ? { signal } : {}),
-    };
+    });
   }
 
   private loadState(): Persisted {
@@ -481,10 +413,4 @@ export class VirtualRobot extends EventEmitter<RobotEvents> {
     this.persisted.toggles = { ...this.model.toggles };
     await savePersisted(this.options.stateDir, this.deviceId, this.persisted);
   }
-}
-
-export function randomMac(): string {
-  const bytes = Array.from({ length: 6 }, () => Math.floor(Math.random() * 256));
-  bytes[0] = (bytes[0]! & 0xfe) | 0x02; // locally administered, unicast
-  return bytes.map((b) => b.toString(16).padStart(2, '0')).join(':');
 }

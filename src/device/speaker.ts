@@ -2,8 +2,10 @@
 // (between `tts start` and `tts stop`), `tts start` resets the decoder, and one reply's PCM and sentence texts
 // are collected until `tts stop`.
 import { OpusPacketDecoder } from '../audio/opus.js';
+import { type BinaryVersion, decodeBinary } from '../protocol/index.js';
 
 export type PlayResult = { played: Int16Array } | { dropped: 'not_speaking' | 'undecodable' };
+export type ReceiveResult = PlayResult | { dropped: 'bad_packet' | 'not_audio' };
 
 export class Speaker {
   speaking = false;
@@ -46,5 +48,17 @@ export class Speaker {
     if (!pcm) return { dropped: 'undecodable' };
     this.pcm.push(pcm);
     return { played: pcm };
+  }
+
+  /** One binary downlink packet as the firmware takes it: unframed, then played if it is audio. */
+  receive(version: BinaryVersion, data: Uint8Array): ReceiveResult {
+    let packet: ReturnType<typeof decodeBinary>;
+    try {
+      packet = decodeBinary(version, data);
+    } catch {
+      return { dropped: 'bad_packet' };
+    }
+    if (packet.payloadType !== 0) return { dropped: 'not_audio' };
+    return this.play(packet.payload);
   }
 }

@@ -69,13 +69,14 @@ describe('deskbot CLI', () => {
     expect(banner).toContain(`ws://127.0.0.1:${wsPort}/device/v1/`);
     expect(banner).toContain(`http://127.0.0.1:${httpPort}/device/ota/`);
 
-    const robot = spawn(process.execPath, [
-      BIN,
-      'robot',
-      '--once',
-      '--ota',
-      `http://127.0.0.1:${httpPort}/device/ota/`,
-    ]);
+    // DATA_DIR keeps the robot's identity (DATA_DIR/robot) out of the home folder.
+    const robot = spawn(
+      process.execPath,
+      [BIN, 'robot', '--once', '--ota', `http://127.0.0.1:${httpPort}/device/ota/`],
+      {
+        env: { ...process.env, DATA_DIR: dataDir },
+      },
+    );
     let out = '';
     robot.stdout!.on('data', (chunk: Buffer) => {
       out += chunk.toString();
