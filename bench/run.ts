@@ -2,12 +2,13 @@
 // unless something crashed.
 //
 //   node dist/bench/run.js [--devices 50] [--turns 3] [--duration 20] [--audio 10] [--cycles 10000]
-//                          [--only latency|streaming|capacity|churn[,…]] [--asr-ms 50] [--llm-ms 100]
-//                          [--tts-ms 20] [--tts-chunks 3] [--text "…"]
+//                          [--only latency|streaming|capacity|churn|asr[,…]] [--asr-ms 50] [--llm-ms 100]
+//                          [--tts-ms 20] [--tts-chunks 3] [--text "…"] [--speakers 20] [--asr-rounds 10]
 import { mkdtempSync, rmSync } from 'node:fs';
 import { cpus, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
+import { runAsrQueue } from './asr-queue.js';
 import { buildUtterance } from './audio.js';
 import { runCapacity } from './capacity.js';
 import { runChurn } from './churn.js';
@@ -16,9 +17,10 @@ import { checkOpenFiles } from './limits.js';
 import { type BenchLatencies, DEFAULT_LATENCIES } from './providers.js';
 import { runStreaming } from './streaming.js';
 
-const SECTIONS = ['latency', 'streaming', 'capacity', 'churn'] as const;
+const SECTIONS = ['latency', 'streaming', 'capacity', 'churn', 'asr'] as const;
 type Section = (typeof SECTIONS)[number];
 // Churn is opt-in: 10,000 cycles took 2–4 minutes on a busy 2-core machine, longer than the rest together.
+// asr is opt-in: it runs the real recogniser (every core busy for a while), the others use bench providers.
 const DEFAULT_SECTIONS: Section[] = ['latency', 'streaming', 'capacity'];
 
 const USAGE = `usage: node dist/bench/run.js [options]
@@ -28,8 +30,11 @@ const USAGE = `usage: node dist/bench/run.js [options]
   --audio S       seconds of audio per stream in the capacity run (default 10)
   --cycles N      connect/disconnect cycles in the churn run (default 10000)
   --concurrency N churn cycles in flight at once (default 20)
-  --only LIST     latency, streaming, capacity and/or churn (comma-separated); default: the first three.
+  --only LIST     latency, streaming, capacity, churn and/or asr (comma-separated); default: the first three.
                   churn is opt-in (--only churn): connect/disconnect cycles, memory and handles at rest
+                  asr is opt-in (--only asr): the real pocketsphinx recogniser behind its queue
+  --speakers N    devices speaking at once in the asr run (default 20)
+  --asr-rounds N  recognitions per case in the asr run's cancelled-jobs comparison (default 10)
   --asr-ms / --llm-ms / --tts-ms   fixed provider latencies (default 50 / 100 / 20)
   --tts-chunks N  chunks the bench TTS yields its 1.5 s in, all at once after --tts-ms (default 3)
   --text "..."    what the robots say (default "What is the weather like today?")`;
@@ -49,6 +54,8 @@ async function main(): Promise<void> {
       'tts-ms': { type: 'string', default: String(DEFAULT_LATENCIES.ttsMs) },
       'tts-chunks': { type: 'string', default: String(DEFAULT_LATENCIES.ttsChunks) },
       text: { type: 'string', default: 'What is the weather like today?' },
+      speakers: { type: 'string', default: '20' },
+      'asr-rounds': { type: 'string', default: '10' },
       help: { type: 'boolean', short: 'h' },
     },
   });
@@ -62,6 +69,8 @@ async function main(): Promise<void> {
   const audioSec = positive(values.audio, 'audio');
   const cycles = Math.round(positive(values.cycles, 'cycles'));
   const concurrency = Math.round(positive(values.concurrency, 'concurrency'));
+  const speakers = Math.round(positive(values.speakers, 'speakers'));
+  const asrRounds = Math.round(positive(values['asr-rounds'], 'asr-rounds'));
   const only = values.only?.split(',').map((s) => s.trim()) ?? [...DEFAULT_SECTIONS];
   for (const name of only) {
     if (!SECTIONS.includes(name as Section)) throw new UsageError(`--only: unknown section "${name}"`);
@@ -108,6 +117,7 @@ async function main(): Promise<void> {
     await timed('streaming', () => runStreaming({ devices, durationSec, latencies, utterance }));
     await timed('capacity', () => runCapacity({ streams: devices, audioSec, utterance, dataDir }));
     await timed('churn', () => runChurn({ cycles, concurrency, latencies, utterance }));
+    await timed('asr', () => runAsrQueue({ speakers, rounds: asrRounds, dataDir }));
   } finally {
     rmSync(dataDir, { recursive: true, force: true });
   }

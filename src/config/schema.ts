@@ -138,7 +138,14 @@ export const configSchema = z.object({
         })
         .prefault({}),
       pocketsphinx: z
-        .object({ model_dir: z.string().default('/usr/share/pocketsphinx/model/en-us') })
+        .object({
+          model_dir: z.string().default('/usr/share/pocketsphinx/model/en-us'),
+          // The recognition queue (src/providers/asr/recognition-queue.ts holds the defaults): decoder pool size
+          // (0 = auto), recognitions waiting in all, and per device.
+          decoders: z.number().int().min(0).max(16).optional(),
+          max_queued: z.number().int().min(0).max(1000).optional(),
+          max_queued_per_device: z.number().int().min(1).max(100).optional(),
+        })
         .prefault({}),
       openai: z
         .object({

@@ -2,6 +2,9 @@
 // timings measured where they happen, from the end of the user's utterance to the stt frame, the model's
 // first token and the first reply audio frame.
 import { Counter, Gauge, Histogram, Registry } from 'prom-client';
+import type { PocketsphinxStats } from '../providers/asr/pocketsphinx.js';
+import { REFUSAL_REASONS } from '../providers/asr/recognition-queue.js';
+import type { AsrProvider } from '../providers/asr/types.js';
 import { LATENCY_BUCKETS_SEC } from '../util/metrics.js';
 import type { TurnTiming } from './conversation.js';
 
@@ -53,7 +56,8 @@ export class VoiceMetrics {
   private readonly stages: Histogram<'stage'>;
   private readonly turns: Counter<'kind' | 'outcome'>;
 
-  constructor(activeSessions: () => number) {
+  /** `asr`: a recogniser with a queue in front (queueStats()) gets its queue's counters mirrored here. */
+  constructor(activeSessions: () => number, asr?: AsrProvider) {
     const registers = [this.registry];
     this.stages = new Histogram({
       name: 'deskbot_voice_turn_stage_seconds',
@@ -76,6 +80,7 @@ export class VoiceMetrics {
         this.set(activeSessions());
       },
     });
+    if (asr && hasQueueStats(asr)) registerAsrQueueMetrics(this.registry, () => asr.queueStats());
   }
 
   /** Stage timings count only for spoken turns: an injected reply has no utterance to measure from. */
@@ -96,4 +101,89 @@ export class VoiceMetrics {
   async text(): Promise<{ contentType: string; body: string }> {
     return { contentType: this.registry.contentType, body: await this.registry.metrics() };
   }
+}
+
+/** A recogniser that queues its jobs (PocketsphinxAsr); wrappers that forward queueStats() count too. */
+export interface QueuedAsr {
+  queueStats(): PocketsphinxStats;
+}
+
+function hasQueueStats(asr: AsrProvider): asr is AsrProvider & QueuedAsr {
+  return typeof (asr as Partial<QueuedAsr>).queueStats === 'function';
+}
+
+type StatsMetric = [
+  kind: 'gauge' | 'counter',
+  name: string,
+  help: string,
+  value: (s: PocketsphinxStats) => number,
+];
+
+const ASR_QUEUE_METRICS: StatsMetric[] = [
+  ['gauge', 'deskbot_voice_asr_queued', 'Recognitions waiting for a decoder now', (s) => s.queued],
+  ['gauge', 'deskbot_voice_asr_running', 'Recognitions running on a decoder now', (s) => s.running],
+  [
+    'gauge',
+    'deskbot_voice_asr_decoders',
+    'Speech decoders loaded (they load on first need, up to the pool size)',
+    (s) => s.decoders,
+  ],
+  ['counter', 'deskbot_voice_asr_jobs_started_total', 'Recognitions handed to a decoder', (s) => s.started],
+  [
+    'counter',
+    'deskbot_voice_asr_jobs_cancelled_total',
+    'Recognitions cancelled before they started: they never reached a decoder',
+    (s) => s.cancelled,
+  ],
+  [
+    'counter',
+    'deskbot_voice_asr_passes_total',
+    'Search passes the decoders ran (one or two per recognition)',
+    (s) => s.passes,
+  ],
+  [
+    'counter',
+    'deskbot_voice_asr_second_pass_skipped_total',
+    'Recognitions cancelled during their first pass whose command-grammar pass was skipped',
+    (s) => s.secondPassSkipped,
+  ],
+];
+
+/** The queue keeps its own totals (it knows nothing of Prometheus); each scrape copies them. */
+function registerAsrQueueMetrics(registry: Registry, read: () => PocketsphinxStats): void {
+  const registers = [registry];
+  for (const [kind, name, help, value] of ASR_QUEUE_METRICS) {
+    if (kind === 'gauge') {
+      new Gauge({
+        name,
+        help,
+        registers,
+        collect() {
+          this.set(value(read()));
+        },
+      });
+      continue;
+    }
+    new Counter({
+      name,
+      help,
+      registers,
+      // A counter cannot be set: reset it, then add the queue's total.
+      collect() {
+        this.reset();
+        this.inc(value(read()));
+      },
+    });
+  }
+  new Counter({
+    name: 'deskbot_voice_asr_queue_dropped_total',
+    help: 'Recognitions refused or removed unstarted: queue full, superseded by the same device, shut down',
+    labelNames: ['reason'],
+    registers,
+    collect() {
+      const { dropped } = read();
+      this.reset();
+      for (const reason of REFUSAL_REASONS) this.inc({ reason }, dropped[reason]);
+    },
+  });
 }

@@ -8,6 +8,7 @@ import { findModel } from '../models/catalog.js';
 import { modelDir } from '../models/fetch.js';
 import { OpenAiAsr } from '../providers/asr/openai.js';
 import { PocketsphinxAsr } from '../providers/asr/pocketsphinx.js';
+import type { RecognitionQueueOptions } from '../providers/asr/recognition-queue.js';
 import { SherpaAsr } from '../providers/asr/sherpa.js';
 import type { AsrProvider } from '../providers/asr/types.js';
 import { AgentLlm } from '../providers/llm/agent.js';
@@ -58,7 +59,29 @@ export function createAsr(config: Config): AsrProvider {
     });
   }
   const commands = phraseTable(config.voice.robot_name).flatMap((row) => row.phrases);
-  return new PocketsphinxAsr({ modelDir: config.ASR.pocketsphinx.model_dir, commands });
+  const pocketsphinx = config.ASR.pocketsphinx;
+  return new PocketsphinxAsr({
+    modelDir: pocketsphinx.model_dir,
+    commands,
+    queue: queueOptions(pocketsphinx),
+  });
+}
+
+/** The ASR.pocketsphinx keys of the decoder pool and its queue; a key left out (or decoders: 0, "auto")
+ *  takes RECOGNITION_QUEUE_DEFAULTS. */
+interface PocketsphinxPoolConfig {
+  model_dir: string;
+  decoders?: number;
+  max_queued?: number;
+  max_queued_per_device?: number;
+}
+
+function queueOptions(section: PocketsphinxPoolConfig): Partial<RecognitionQueueOptions> {
+  const options: Partial<RecognitionQueueOptions> = {};
+  if (section.decoders) options.workers = section.decoders;
+  if (section.max_queued !== undefined) options.maxQueued = section.max_queued;
+  if (section.max_queued_per_device !== undefined) options.maxQueuedPerDevice = section.max_queued_per_device;
+  return options;
 }
 
 export function createTts(config: Config): TtsProvider {

@@ -139,7 +139,7 @@ export async function startVoiceServer(
   const wsLogger = logger.child({ component: 'voice-ws' });
   const relay = new PerceptionRelay({ bridgeUrl: config.bridge.url, logger: wsLogger });
   const turnRelay = new TurnRelay({ bridgeUrl: config.bridge.url, logger: wsLogger, maxQueue: 100 });
-  const metrics = new VoiceMetrics(() => registry.list().length);
+  const metrics = new VoiceMetrics(() => registry.list().length, providers.asr);
   registerMetricsRoute(app, metrics);
   const storyLlm = new AgentLlm({
     url: `${config.bridge.url.replace(/\/+$/, '')}/api/story/stream`,
@@ -244,6 +244,8 @@ export async function startVoiceServer(
         wsServer.closeAllConnections();
       });
       await app.close();
+      // Providers handed in by the caller may serve another server; only our own are released.
+      if (!options.providers) providers.asr.close?.();
     },
   };
 }

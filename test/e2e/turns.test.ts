@@ -122,11 +122,12 @@ describe('interruptions', () => {
     await eventually(() => conversation.turnState.recognizing !== null, 10_000);
     robot.abort('user');
     await said;
-    await sleep(1500);
+    // The aborted recognition still ends (its decoder pass finishes, on a loaded machine late) and is dropped.
+    await eventually(() => conversation.stats.dropped > 0, 15_000);
+    await sleep(300);
     expect(timeline.labels()).not.toContain('stt');
     expect(timeline.labels()).not.toContain('llm:thinking');
     expect(model.chatRequests().length).toBe(calls);
-    expect(conversation.stats.dropped).toBeGreaterThan(0);
   }, 30_000);
 
   it('realtime mode: new speech recognised while speaking interrupts the reply (barge-in)', async () => {
