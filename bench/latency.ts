@@ -2,6 +2,7 @@
 // Server-added latency = end of utterance → first downlink frame, minus the providers' time.
 import { setTimeout as delay } from 'node:timers/promises';
 import type { VirtualRobot } from '../src/device/robot.js';
+import { DEFAULT_TAIL_SILENCE_MS } from '../src/voice/speech-out.js';
 import type { Utterance } from './audio.js';
 import { type ClientTurn, doTurn, jitterOf, scaledMs, startRobots, stopRobots, waitUntil } from './fleet.js';
 import { ServerChild, type TurnFigures } from './ipc.js';
@@ -160,7 +161,7 @@ function report(
     summaryRow(
       'audio packets per reply',
       jitters.map((j) => j.packets),
-      `${Math.ceil((l.ttsSeconds * 1000) / 60)} expected`,
+      `${Math.ceil((l.ttsSeconds * 1000) / 60) + Math.ceil(DEFAULT_TAIL_SILENCE_MS / 60)} expected (speech + tail silence)`,
       0,
     ),
   ]);

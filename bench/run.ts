@@ -15,12 +15,14 @@ import { runChurn } from './churn.js';
 import { runLatency } from './latency.js';
 import { checkOpenFiles } from './limits.js';
 import { type BenchLatencies, DEFAULT_LATENCIES } from './providers.js';
+import { runStopMargin, STOP_MARGIN_DEFAULTS } from './stop-margin.js';
 import { runStreaming } from './streaming.js';
 
-const SECTIONS = ['latency', 'streaming', 'capacity', 'churn', 'asr'] as const;
+const SECTIONS = ['latency', 'streaming', 'capacity', 'churn', 'asr', 'stop-margin'] as const;
 type Section = (typeof SECTIONS)[number];
 // Churn is opt-in: 10,000 cycles took 2–4 minutes on a busy 2-core machine, longer than the rest together.
 // asr is opt-in: it runs the real recogniser (every core busy for a while), the others use bench providers.
+// stop-margin is opt-in: it loads every core on purpose.
 const DEFAULT_SECTIONS: Section[] = ['latency', 'streaming', 'capacity'];
 
 const USAGE = `usage: node dist/bench/run.js [options]
@@ -30,9 +32,15 @@ const USAGE = `usage: node dist/bench/run.js [options]
   --audio S       seconds of audio per stream in the capacity run (default 10)
   --cycles N      connect/disconnect cycles in the churn run (default 10000)
   --concurrency N churn cycles in flight at once (default 20)
-  --only LIST     latency, streaming, capacity, churn and/or asr (comma-separated); default: the first three.
+  --only LIST     latency, streaming, capacity, churn, asr and/or stop-margin (comma-separated); default: the
+                  first three.
                   churn is opt-in (--only churn): connect/disconnect cycles, memory and handles at rest
                   asr is opt-in (--only asr): the real pocketsphinx recogniser behind its queue
+                  stop-margin is opt-in (--only stop-margin): page-like clients that flush on tts stop, under
+                  CPU load; clients and replies each from --devices and --turns
+  --margins LIST  stop margins replayed in the stop-margin run (default ${STOP_MARGIN_DEFAULTS.marginsMs.join(',')})
+  --load-threads N  spinning threads in the stop-margin run (default: the cores); --load-duty P their busy %
+  --streamers N   robots streaming speech during the stop-margin run (default 0)
   --speakers N    devices speaking at once in the asr run (default 20)
   --asr-rounds N  recognitions per case in the asr run's cancelled-jobs comparison (default 10)
   --asr-ms / --llm-ms / --tts-ms   fixed provider latencies (default 50 / 100 / 20)
@@ -56,6 +64,10 @@ async function main(): Promise<void> {
       text: { type: 'string', default: 'What is the weather like today?' },
       speakers: { type: 'string', default: '20' },
       'asr-rounds': { type: 'string', default: '10' },
+      margins: { type: 'string', default: STOP_MARGIN_DEFAULTS.marginsMs.join(',') },
+      'load-threads': { type: 'string', default: String(STOP_MARGIN_DEFAULTS.loadThreads) },
+      'load-duty': { type: 'string', default: String(STOP_MARGIN_DEFAULTS.loadDutyPercent) },
+      streamers: { type: 'string', default: String(STOP_MARGIN_DEFAULTS.streamers) },
       help: { type: 'boolean', short: 'h' },
     },
   });
@@ -71,6 +83,10 @@ async function main(): Promise<void> {
   const concurrency = Math.round(positive(values.concurrency, 'concurrency'));
   const speakers = Math.round(positive(values.speakers, 'speakers'));
   const asrRounds = Math.round(positive(values['asr-rounds'], 'asr-rounds'));
+  const marginsMs = values.margins.split(',').map((margin) => positive(margin.trim(), 'margins', true));
+  const loadThreads = Math.round(positive(values['load-threads'], 'load-threads', true));
+  const loadDutyPercent = positive(values['load-duty'], 'load-duty', true);
+  const streamers = Math.round(positive(values.streamers, 'streamers', true));
   const only = values.only?.split(',').map((s) => s.trim()) ?? [...DEFAULT_SECTIONS];
   for (const name of only) {
     if (!SECTIONS.includes(name as Section)) throw new UsageError(`--only: unknown section "${name}"`);
@@ -94,7 +110,7 @@ async function main(): Promise<void> {
       (wanted('churn') ? `, churn ${cycles} cycles × ${concurrency} in flight` : ''),
   );
   // Robots and churn clients here, their peers in the server child (same limit), plus the runtime's own.
-  checkOpenFiles(devices + concurrency + 256);
+  checkOpenFiles(devices + concurrency + streamers + 256);
 
   const dataDir = mkdtempSync(join(tmpdir(), 'deskbot-bench-main-'));
   const began = performance.now();
@@ -118,6 +134,18 @@ async function main(): Promise<void> {
     await timed('capacity', () => runCapacity({ streams: devices, audioSec, utterance, dataDir }));
     await timed('churn', () => runChurn({ cycles, concurrency, latencies, utterance }));
     await timed('asr', () => runAsrQueue({ speakers, rounds: asrRounds, dataDir }));
+    await timed('stop-margin', () =>
+      runStopMargin({
+        clients: devices,
+        turns,
+        marginsMs,
+        loadThreads,
+        loadDutyPercent,
+        streamers,
+        latencies,
+        utterance,
+      }),
+    );
   } finally {
     rmSync(dataDir, { recursive: true, force: true });
   }

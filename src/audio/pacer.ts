@@ -2,6 +2,9 @@
 // at most `prebufferFrames` ahead of playout, then one frame per frame duration on a monotonic clock.
 // Control items (sentence_start) ride in the same queue so the device shows each sentence as it plays it.
 // Every item carries its reply id; dropping a reply removes its items at once.
+// The playout estimate assumes the device plays each frame as it arrives. A frame that leaves late (our event
+// loop was behind) is invisible to it while the device still had audio, yet a client that stalls when its own
+// smaller buffer runs dry plays the rest of the reply later by up to that much: takeLateness() says how much.
 
 export interface Clock {
   now(): number;
@@ -16,7 +19,7 @@ export const monotonicClock: Clock = {
 };
 
 type Item = { replyId: number } & (
-  | { kind: 'audio'; packet: Uint8Array }
+  | { kind: 'audio'; packet: Uint8Array; queuedAt: number }
   | { kind: 'control'; send: () => void }
 );
 
@@ -36,10 +39,13 @@ export class Pacer {
   private readonly frameMs: number;
   private readonly aheadLimitMs: number;
   private readonly maxQueued: number;
-  private readonly clock: Clock;
+  /** The clock the playout estimate is on; a wait for the playout runs on it too. */
+  readonly clock: Clock;
   private waiters: Array<() => void> = [];
   private queuedAudio = 0;
   private closed = false;
+  /** Per reply, the most any of its frames left after it was due (ms). */
+  private readonly lateMs = new Map<number, number>();
   framesSent = 0;
 
   constructor(private readonly options: PacerOptions) {
@@ -52,7 +58,7 @@ export class Pacer {
   /** Queues a frame; when the device has room it leaves at once (no timer hop on the first-audio path). */
   enqueueAudio(replyId: number, packet: Uint8Array): void {
     if (this.closed) return; // the device is gone: a reply still winding down must not arm the timer again
-    this.queue.push({ replyId, kind: 'audio', packet });
+    this.queue.push({ replyId, kind: 'audio', packet, queuedAt: this.clock.now() });
     this.queuedAudio++;
     if (this.timer === null) this.pump();
   }
@@ -70,6 +76,7 @@ export class Pacer {
       if (this.queue[i]!.kind === 'audio') this.queuedAudio--;
       this.queue.splice(i, 1);
     }
+    this.lateMs.delete(replyId);
     this.playoutEnd = this.clock.now();
     // The pending wake-up was for the dropped reply's schedule; the next reply starts its pre-buffer at once.
     if (this.timer !== null) {
@@ -83,6 +90,17 @@ export class Pacer {
   /** Time (clock ms) at which the device will have played everything sent so far. */
   get playoutEndsAt(): number {
     return Math.max(this.playoutEnd, this.clock.now());
+  }
+
+  /**
+   * How much later than playoutEndsAt a device that stalls on late frames may finish this reply: the most any
+   * of its frames left after it was due, up to the pre-buffer depth (a frame later than that found the
+   * estimated device dry, and the estimate moved with it). Forgets the reply.
+   */
+  takeLateness(replyId: number): number {
+    const late = this.lateMs.get(replyId) ?? 0;
+    this.lateMs.delete(replyId);
+    return Math.min(late, this.aheadLimitMs - this.frameMs);
   }
 
   get queuedFrames(): number {
@@ -118,6 +136,7 @@ export class Pacer {
     this.timer = null;
     this.queue.length = 0;
     this.queuedAudio = 0;
+    this.lateMs.clear();
     this.wakeWaiters();
   }
 
@@ -145,6 +164,10 @@ export class Pacer {
       }
       this.queue.shift();
       this.queuedAudio--;
+      // Due when it was queued and the device had room: the timer that sends it should have fired by then.
+      const dueAt = Math.max(head.queuedAt, this.playoutEnd - (this.aheadLimitMs - this.frameMs));
+      if (now > dueAt)
+        this.lateMs.set(head.replyId, Math.max(this.lateMs.get(head.replyId) ?? 0, now - dueAt));
       this.playoutEnd = Math.max(this.playoutEnd, now) + this.frameMs;
       this.framesSent++;
       this.options.sendAudio(head.packet, head.replyId);

@@ -108,7 +108,13 @@ export const configSchema = z.object({
       /** Recognised text shorter than this is noise (env MIN_UTTERANCE_CHARS). */
       min_utterance_chars: z.number().int().min(1).default(2),
       history_messages: z.number().int().min(0).default(20),
-      tts_stop_margin_ms: z.number().int().min(0).default(400),
+      /** `tts stop` goes this long after the estimated end of the speech (the tail silence plays inside it). */
+      tts_stop_margin_ms: z.number().int().min(0).max(10_000).default(400),
+      // Defaults and their reasons in src/voice/speech-out.ts (DEFAULT_STALL_MARGIN_MS, DEFAULT_TAIL_SILENCE_MS):
+      /** …and at least this long after it plus how late our frames left (≤ 240 ms), for clients that stall. */
+      tts_stop_stall_margin_ms: z.number().int().min(0).max(10_000).optional(),
+      /** Silence after each reply's speech, inside the margin (a client playing only while it holds 240 ms). */
+      tts_tail_silence_ms: z.number().int().min(0).max(2000).optional(),
     })
     .prefault({}),
   VAD: z

@@ -35,6 +35,9 @@ export interface ConversationOptions {
   minUtteranceChars: number;
   historyMessages: number;
   stopMarginMs: number;
+  /** See SpeechOutOptions; unset = its defaults. */
+  stallMarginMs?: number;
+  tailSilenceMs?: number;
   utterance: Partial<UtteranceOptions>;
   /** Longest manual-mode recording kept before it is cut. */
   maxUtteranceMs: number;
@@ -287,6 +290,12 @@ export class Conversation extends EventEmitter<ConversationEvents> {
       sampleRate: 24000,
       frameMs: 60,
       stopMarginMs: this.deps.options.stopMarginMs,
+      ...(this.deps.options.stallMarginMs !== undefined
+        ? { stallMarginMs: this.deps.options.stallMarginMs }
+        : {}),
+      ...(this.deps.options.tailSilenceMs !== undefined
+        ? { tailSilenceMs: this.deps.options.tailSilenceMs }
+        : {}),
       now: () => (this.deps.clock ?? monotonicClock).now(),
     });
     this.speeches.set(turnId, speech);

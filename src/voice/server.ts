@@ -118,6 +118,12 @@ export async function startVoiceServer(
     minUtteranceChars: config.voice.min_utterance_chars,
     historyMessages: config.voice.history_messages,
     stopMarginMs: config.voice.tts_stop_margin_ms,
+    ...(config.voice.tts_stop_stall_margin_ms !== undefined
+      ? { stallMarginMs: config.voice.tts_stop_stall_margin_ms }
+      : {}),
+    ...(config.voice.tts_tail_silence_ms !== undefined
+      ? { tailSilenceMs: config.voice.tts_tail_silence_ms }
+      : {}),
     maxUtteranceMs: config.VAD.silero.max_utterance_ms,
     utterance: {
       silenceMs: config.VAD.silero.min_silence_duration_ms,

@@ -1,8 +1,8 @@
 // Speaking one reply to the device: `tts start` before any audio, the emotion frame from the leading
-// emoji, `sentence_start {text}` as each segment begins to play, paced Opus, and `tts stop` after the
-// estimated playout plus a margin — or at once when the reply is cancelled.
+// emoji, `sentence_start {text}` as each segment begins to play, paced Opus, a little trailing silence, and
+// `tts stop` a margin after the estimated end of the speech — or at once when the reply is cancelled.
 import { OpusFrameEncoder } from '../audio/opus.js';
-import type { Pacer } from '../audio/pacer.js';
+import type { Clock, Pacer } from '../audio/pacer.js';
 import { resample } from '../audio/resample.js';
 import type { ServerFrame } from '../protocol/index.js';
 import type { TtsProvider } from '../providers/tts/types.js';
@@ -22,10 +22,35 @@ export interface SpeechOutOptions {
   signal: AbortSignal;
   sampleRate: 24000;
   frameMs: number;
-  /** Wait this long after the estimated playout before `tts stop` (DESIGN §4: ~400 ms). */
+  /** Wait this long after the estimated end of the speech before `tts stop` (DESIGN §4: ~400 ms). */
   stopMarginMs: number;
+  /**
+   * … and at least this long after it plus what late frames hid from the estimate (Pacer.takeLateness), for
+   * a client that stalls when a frame comes late (default DEFAULT_STALL_MARGIN_MS).
+   */
+  stallMarginMs?: number;
+  /** Silence sent after the speech, played inside the stop margin (default DEFAULT_TAIL_SILENCE_MS). */
+  tailSilenceMs?: number;
   now: () => number;
 }
+
+/**
+ * The xiaozhi-esp32-server browser test page schedules audio only while it holds 240 ms unplayed, so the last
+ * < 240 ms of a reply waits for audio that never comes and `tts stop` flushes it (bench/flush-client.ts).
+ * 240 ms of silence after the speech carries all of it out, including the ~7 ms that Opus's look-ahead puts
+ * into the first packet after it. It plays inside the stop margin, so the firmware's stop is no later.
+ */
+export const DEFAULT_TAIL_SILENCE_MS = 240;
+
+/**
+ * The test page plays a reply later than the playout estimate by what late frames hid from it (up to the
+ * pre-buffer) plus its own delays: the 6-packet gate before its first audio, 30 ms receive batches, its event
+ * loop. In bench/stop-margin under CPU load, lateness + 200 ms brought first replies within 60 ms of a loss (their
+ * 6th frame came late); + 300 ms kept every reply ≥ 170 ms away. The firmware plays frames as they arrive, so the
+ * estimate is right for it and it needs only the stop margin: the larger wins, and the firmware waits longer
+ * only after our frames left more than 100 ms late.
+ */
+export const DEFAULT_STALL_MARGIN_MS = 300;
 
 export class SpeechOut {
   private started = false;
@@ -123,26 +148,29 @@ export class SpeechOut {
     }
   }
 
-  /** Waits for the queued audio to play out, then sends `tts stop`. */
+  /** Sends the trailing silence, waits for the speech to play out plus the margin, then sends `tts stop`. */
   async finish(): Promise<void> {
     const { pacer, replyId, signal } = this.options;
     if (!this.started) return;
+    const silenceMs = await this.trailingSilence();
     await pacer.drained(replyId, signal);
-    const wait = pacer.playoutEndsAt - this.options.now() + this.options.stopMarginMs;
-    if (wait > 0 && !signal.aborted) {
-      await new Promise<void>((resolve) => {
-        const timer = setTimeout(resolve, wait);
-        signal.addEventListener(
-          'abort',
-          () => {
-            clearTimeout(timer);
-            resolve();
-          },
-          { once: true },
-        );
-      });
-    }
+    // The margins count from the end of the speech: the silence plays inside them. Silence sent late (the
+    // device ran dry) only moves the estimate, and the stop, later.
+    const stall = pacer.takeLateness(replyId) + (this.options.stallMarginMs ?? DEFAULT_STALL_MARGIN_MS);
+    const afterMs = Math.max(this.options.stopMarginMs, stall);
+    const wait = pacer.playoutEndsAt - silenceMs + afterMs - this.options.now();
+    if (wait > 0 && !signal.aborted) await sleep(pacer.clock, wait, signal);
     if (!signal.aborted) this.stop();
+  }
+
+  /** Queues the trailing silence (whole frames); returns its length in ms. */
+  private async trailingSilence(): Promise<number> {
+    const { frameMs, signal } = this.options;
+    const frames = Math.ceil((this.options.tailSilenceMs ?? DEFAULT_TAIL_SILENCE_MS) / frameMs);
+    if (frames <= 0 || signal.aborted) return 0;
+    const packets = this.encoder.encode(new Int16Array(frames * this.encoder.samplesPerFrame));
+    await this.enqueue(packets, async () => {});
+    return packets.length * frameMs;
   }
 
   /** Cancels: nothing more of this reply leaves the pacer. */
@@ -175,4 +203,17 @@ export class SpeechOut {
   private send(frame: Omit<ServerFrame, 'session_id'>): void {
     this.options.sink.sendJson({ ...frame, session_id: this.options.sink.sessionId } as ServerFrame);
   }
+}
+
+/** Resolves after `ms` on `clock`, or at once when `signal` aborts. */
+function sleep(clock: Clock, ms: number, signal: AbortSignal): Promise<void> {
+  return new Promise<void>((resolve) => {
+    const done = () => {
+      clock.clearTimer(timer);
+      signal.removeEventListener('abort', done);
+      resolve();
+    };
+    const timer = clock.setTimer(done, ms);
+    signal.addEventListener('abort', done, { once: true });
+  });
 }
