@@ -4,6 +4,7 @@
 //   node dist/bench/run.js [--devices 50] [--turns 3] [--duration 20] [--audio 10] [--cycles 10000]
 //                          [--only latency|streaming|capacity|churn|asr[,…]] [--asr-ms 50] [--llm-ms 100]
 //                          [--tts-ms 20] [--tts-chunks 3] [--text "…"] [--speakers 20] [--asr-rounds 10]
+//                          [--sockets 1000] [--nofile 1024]   (with --only sockets)
 import { mkdtempSync, rmSync } from 'node:fs';
 import { cpus, tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -15,14 +16,16 @@ import { runChurn } from './churn.js';
 import { runLatency } from './latency.js';
 import { checkOpenFiles } from './limits.js';
 import { type BenchLatencies, DEFAULT_LATENCIES } from './providers.js';
+import { runSockets } from './sockets.js';
 import { runStopMargin, STOP_MARGIN_DEFAULTS } from './stop-margin.js';
 import { runStreaming } from './streaming.js';
 
-const SECTIONS = ['latency', 'streaming', 'capacity', 'churn', 'asr', 'stop-margin'] as const;
+const SECTIONS = ['latency', 'streaming', 'capacity', 'churn', 'asr', 'stop-margin', 'sockets'] as const;
 type Section = (typeof SECTIONS)[number];
 // Churn is opt-in: 10,000 cycles took 2–4 minutes on a busy 2-core machine, longer than the rest together.
 // asr is opt-in: it runs the real recogniser (every core busy for a while), the others use bench providers.
 // stop-margin is opt-in: it loads every core on purpose.
+// sockets is opt-in: floods of hostile connections against the shipped limits, ~2 minutes.
 const DEFAULT_SECTIONS: Section[] = ['latency', 'streaming', 'capacity'];
 
 const USAGE = `usage: node dist/bench/run.js [options]
@@ -32,12 +35,16 @@ const USAGE = `usage: node dist/bench/run.js [options]
   --audio S       seconds of audio per stream in the capacity run (default 10)
   --cycles N      connect/disconnect cycles in the churn run (default 10000)
   --concurrency N churn cycles in flight at once (default 20)
-  --only LIST     latency, streaming, capacity, churn, asr and/or stop-margin (comma-separated); default: the
-                  first three.
+  --only LIST     latency, streaming, capacity, churn, asr, stop-margin and/or sockets (comma-separated);
+                  default: the first three.
                   churn is opt-in (--only churn): connect/disconnect cycles, memory and handles at rest
                   asr is opt-in (--only asr): the real pocketsphinx recogniser behind its queue
                   stop-margin is opt-in (--only stop-margin): page-like clients that flush on tts stop, under
                   CPU load; clients and replies each from --devices and --turns
+                  sockets is opt-in (--only sockets): idle, no-hello, slowloris and trickling connections
+                  against the default limits, the server held to --nofile descriptors; a fresh client timed
+  --sockets N     hostile connections per flood in the sockets run (default 1000)
+  --nofile N      descriptor limit of the server process in the sockets run (default 1024)
   --margins LIST  stop margins replayed in the stop-margin run (default ${STOP_MARGIN_DEFAULTS.marginsMs.join(',')})
   --load-threads N  spinning threads in the stop-margin run (default: the cores); --load-duty P their busy %
   --streamers N   robots streaming speech during the stop-margin run (default 0)
@@ -68,6 +75,8 @@ async function main(): Promise<void> {
       'load-threads': { type: 'string', default: String(STOP_MARGIN_DEFAULTS.loadThreads) },
       'load-duty': { type: 'string', default: String(STOP_MARGIN_DEFAULTS.loadDutyPercent) },
       streamers: { type: 'string', default: String(STOP_MARGIN_DEFAULTS.streamers) },
+      sockets: { type: 'string', default: '1000' },
+      nofile: { type: 'string', default: '1024' },
       help: { type: 'boolean', short: 'h' },
     },
   });
@@ -87,6 +96,8 @@ async function main(): Promise<void> {
   const loadThreads = Math.round(positive(values['load-threads'], 'load-threads', true));
   const loadDutyPercent = positive(values['load-duty'], 'load-duty', true);
   const streamers = Math.round(positive(values.streamers, 'streamers', true));
+  const sockets = Math.round(positive(values.sockets, 'sockets'));
+  const nofile = Math.round(positive(values.nofile, 'nofile'));
   const only = values.only?.split(',').map((s) => s.trim()) ?? [...DEFAULT_SECTIONS];
   for (const name of only) {
     if (!SECTIONS.includes(name as Section)) throw new UsageError(`--only: unknown section "${name}"`);
@@ -110,7 +121,7 @@ async function main(): Promise<void> {
       (wanted('churn') ? `, churn ${cycles} cycles × ${concurrency} in flight` : ''),
   );
   // Robots and churn clients here, their peers in the server child (same limit), plus the runtime's own.
-  checkOpenFiles(devices + concurrency + streamers + 256);
+  checkOpenFiles(devices + concurrency + streamers + (wanted('sockets') ? sockets : 0) + 256);
 
   const dataDir = mkdtempSync(join(tmpdir(), 'deskbot-bench-main-'));
   const began = performance.now();
@@ -146,6 +157,7 @@ async function main(): Promise<void> {
         utterance,
       }),
     );
+    await timed('sockets', () => runSockets({ sockets, nofile }));
   } finally {
     rmSync(dataDir, { recursive: true, force: true });
   }

@@ -24,6 +24,18 @@ async function main(): Promise<void> {
     // Turn reports and perception events go nowhere (refused at once), never to a bridge someone runs on
     // the default port.
     bridge: { url: 'http://127.0.0.1:9' },
+    // Every bench robot comes from 127.0.0.1: the per-address caps (64) would refuse most of them. The totals
+    // stay bounded, above the largest fleet the benches run. BENCH_DEFAULT_LIMITS=1 (the sockets section)
+    // keeps the shipped defaults: that run is about them.
+    limits:
+      process.env.BENCH_DEFAULT_LIMITS === '1'
+        ? {}
+        : {
+            ws_max_connections: 5000,
+            ws_max_connections_per_address: 5000,
+            http_max_connections: 5000,
+            http_max_connections_per_address: 5000,
+          },
   });
   const voice = await startVoiceServer(config, silentLogger, { providers: benchProviders(latencies) });
 

@@ -1,30 +1,16 @@
-// Stop margin: does a client that flushes its buffer on `tts stop` (the xiaozhi-esp32-server browser test page)
-// hear every reply to the end, and what does the margin cost the firmware, which opens its mic for the next
-// turn only after `tts stop`? N page-like clients ask by `listen detect` against the real voice server (child
-// process, real Opus, real pacer) while worker threads spin on every core; each client records when every
-// frame and the `tts stop` arrived, and the page's player model (flush-client.ts) replays that per margin.
-//
-// The server runs with its configured margins; another stop margin m is what the same replies would have met
-// with every `tts stop` moved by m − configured: the stop is the only thing the margins move (exactly so where
-// the stop margin, not the stall margin, set it). Clients wait longer than the largest move between turns, so
-// a moved stop never lands in the next reply.
-import { mkdtempSync, rmSync } from 'node:fs';
-import { cpus, loadavg, tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { cpus, loadavg } from 'node:os';
 import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { setTimeout as delay } from 'node:timers/promises';
-import { pathToFileURL } from 'node:url';
-import { parseArgs } from 'node:util';
 import { Worker } from 'node:worker_threads';
 import { parseConfig } from '../src/config/index.js';
 import type { VirtualRobot } from '../src/device/robot.js';
 import { DEFAULT_STALL_MARGIN_MS, DEFAULT_TAIL_SILENCE_MS } from '../src/voice/speech-out.js';
-import { buildUtterance, type Utterance } from './audio.js';
+import type { Utterance } from './audio.js';
 import { scaledMs, startRobots, stopRobots, streamPackets, waitUntil } from './fleet.js';
 import { FlushClient, type HeardReply, playLikeTestPage, type ReplyOutcome } from './flush-client.js';
 import { ServerChild } from './ipc.js';
 import { cpuMs } from './latency.js';
-import { type BenchLatencies, DEFAULT_LATENCIES } from './providers.js';
+import type { BenchLatencies } from './providers.js';
 import { fmt, heading, printPairs, printTable, summarize } from './stats.js';
 
 export interface StopMarginOptions {

@@ -5,6 +5,7 @@ import { agentCommand, startBridge } from './bridge/server.js';
 import { type Config, ConfigError, loadConfig } from './config/index.js';
 import { ROBOT_OPTIONS, runRobot } from './device/robot-cli.js';
 import { fetchModel, isModelInstalled, listModels } from './models/fetch.js';
+import { checkDataDir, storageProblem } from './util/data-dir.js';
 import { createLogger } from './util/log.js';
 import { VERSION } from './version.js';
 import { startVoiceServer } from './voice/server.js';
@@ -23,6 +24,9 @@ ${ROBOT_OPTIONS}
   deskbot --version | --help
 
 Configuration: config/voice.yaml (VOICE_CONFIG) and environment variables; see README.`;
+
+/** sysexits EX_CONFIG: the set-up is wrong (configuration, an unusable DATA_DIR), not the program. */
+const EXIT_CONFIG = 78;
 
 export async function main(argv: string[]): Promise<number> {
   const [command, ...rest] = argv;
@@ -59,7 +63,7 @@ export async function main(argv: string[]): Promise<number> {
   } catch (error) {
     if (error instanceof ConfigError) {
       console.error(`deskbot: configuration error: ${error.message}`);
-      return 78;
+      return EXIT_CONFIG;
     }
     throw error;
   }
@@ -67,6 +71,13 @@ export async function main(argv: string[]): Promise<number> {
 
 async function runServices(command: 'start' | 'voice' | 'bridge'): Promise<number> {
   const config = loadConfig();
+  // A read-only or full DATA_DIR would otherwise surface as an EROFS/ENOSPC stack trace from whichever store
+  // writes first: say it in one line and exit like a configuration error (EX_CONFIG), before any port opens.
+  const storage = await checkDataDir(config.data_dir);
+  if (storage) {
+    console.error(`deskbot: ${storage}`);
+    return EXIT_CONFIG;
+  }
   const logger = createLogger('deskbot', config.log_level);
   const withVoice = command !== 'bridge';
   const withBridge = command !== 'voice';
@@ -84,6 +95,14 @@ async function runServices(command: 'start' | 'voice' | 'bridge'): Promise<numbe
       );
       return 1;
     }
+    // The probe passed but the disk filled (or was remounted read-only) while the services started.
+    const storageFailure = storageProblem(error);
+    if (storageFailure) {
+      console.error(
+        `deskbot: ${storageFailure.condition}; free space or point DATA_DIR at a writable folder`,
+      );
+      return EXIT_CONFIG;
+    }
     throw error;
   }
   const host = config.server.bind_host === '0.0.0.0' ? 'localhost' : config.server.bind_host;
@@ -92,7 +111,7 @@ async function runServices(command: 'start' | 'voice' | 'bridge'): Promise<numbe
     lines.push(
       `  device WebSocket   ws://${host}:${voice.wsPort}/device/v1/`,
       `  boot (OTA)         http://${host}:${voice.httpPort}/device/ota/`,
-      `  voice admin        http://${host}:${voice.httpPort}/device/admin/devices`,
+      `  voice admin        http://${host}:${voice.httpPort}/device/admin/devices  (${voice.admin.access})`,
       `  speech             VAD ${config.selected_module.VAD} · ASR ${voice.providers.asr.describe()}`,
       `                     TTS ${voice.providers.tts.describe()}`,
       `  language model     ${voice.providers.llm.describe()}`,

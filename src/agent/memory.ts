@@ -6,14 +6,17 @@
 // Search is MiniSearch keyword search (prefix + small fuzzy, facts boosted): it never calls a model.
 // The files are the truth: the index is built from them on open/reload and updated in step with every
 // write this store makes, so it never holds more than the files do.
-// Adding an entry rewrites the whole file atomically (writeFileAtomic), never appends in place: a crash
-// leaves the file as it was before or after the entry, never with half a line. A file that ends without a
-// newline (hand edits, other tools) gets one before the next entry, so an entry never runs into it.
+// Adding an entry appends it (appendFileDurable: one O_APPEND write, then fsync), so it costs the same on a
+// 6 MB daily file as on an empty one; a killed process leaves the whole entry or none. A file that ends
+// without a newline (a power cut, hand edits, other tools) gets one before the next entry, so an entry never
+// runs into it. A daily log that would grow past maxLogBytes is first rotated to memory/YYYY-MM-DD.N.md
+// (N = 1, 2, …; higher is newer) and a fresh file starts: nothing is refused or lost, and rotated files stay
+// searchable. MEMORY.md is not rotated: facts are one short line each and the agent reads the file whole.
 import { createHash } from 'node:crypto';
 import { readdir, readFile, stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import MiniSearch from 'minisearch';
-import { writeFileAtomic } from '../util/atomic-file.js';
+import { appendFileDurable, renameDurable, writeFileAtomic } from '../util/atomic-file.js';
 import { DEFAULT_PERSONA, MEMORY_LOG_DIR } from './workspace.js';
 
 export type MemorySource = 'fact' | 'turn';
@@ -40,12 +43,15 @@ export const MAX_TURN_TEXT_CHARS = 4000;
 const MAX_SESSION_ID_CHARS = 100;
 const MAX_QUERY_CHARS = 500;
 const MAX_LIMIT = 100;
-/** Only the newest daily logs are indexed (about three years of daily use). */
+/** Only the newest daily log files are indexed (about three years of daily use). */
 const MAX_LOG_FILES = 1000;
+/** A daily log past this size is rotated before the next entry (a normal day of talk is well under 1 MB). */
+export const DEFAULT_MAX_LOG_BYTES = 4 * 1024 * 1024;
 const FACT_BOOST = 2;
 
 const MEMORY_FILE = 'MEMORY.md';
-const LOG_FILE = /^(\d{4}-\d{2}-\d{2})\.md$/;
+/** memory/YYYY-MM-DD.md, and its rotated parts YYYY-MM-DD.N.md. */
+const LOG_FILE = /^(\d{4}-\d{2}-\d{2})(?:\.(\d{1,6}))?\.md$/;
 const FACT_LINE = /^\s*[-*]\s+(.*\S)\s*$/;
 const TRAILING_DATE = /\s*\((\d{4}-\d{2}-\d{2})\)$/;
 
@@ -63,6 +69,11 @@ export interface RememberOptions {
   at?: Date;
 }
 
+export interface MemoryOptions {
+  /** Rotate a daily log before an entry would take it past this size (DEFAULT_MAX_LOG_BYTES). */
+  maxLogBytes?: number;
+}
+
 export interface LogTurnOptions {
   sessionId: string;
   at?: Date;
@@ -75,11 +86,18 @@ export class MemoryStore {
   private reloading: Promise<void> | null = null;
   private signature = '';
 
-  private constructor(readonly workspaceDir: string) {}
+  private readonly maxLogBytes: number;
+
+  private constructor(
+    readonly workspaceDir: string,
+    options: MemoryOptions,
+  ) {
+    this.maxLogBytes = options.maxLogBytes ?? DEFAULT_MAX_LOG_BYTES;
+  }
 
   /** Opens the memory of a workspace folder (which may not exist yet) and indexes what is on disk. */
-  static async open(workspaceDir: string): Promise<MemoryStore> {
-    const store = new MemoryStore(workspaceDir);
+  static async open(workspaceDir: string, options: MemoryOptions = {}): Promise<MemoryStore> {
+    const store = new MemoryStore(workspaceDir, options);
     await store.reload();
     return store;
   }
@@ -100,8 +118,15 @@ export class MemoryStore {
     const date = localDate(options.at ?? new Date());
     const path = join(this.workspaceDir, MEMORY_FILE);
     await this.exclusive(path, async () => {
-      const current = await readOr(path, DEFAULT_PERSONA['MEMORY.md']);
-      await writeFileAtomic(path, `${withNewline(current)}- ${text} (${date})\n`);
+      await appendFileDurable(path, (tail) => {
+        // A MEMORY.md that does not exist yet starts from the persona template, as the workspace seeds it.
+        const start = !tail.existed
+          ? withNewline(DEFAULT_PERSONA['MEMORY.md'])
+          : tail.endsWithNewline
+            ? ''
+            : '\n';
+        return `${start}- ${text} (${date})\n`;
+      });
       this.add({ id: factId(text, date), text, source: 'fact', date });
     });
     return true;
@@ -133,9 +158,12 @@ export class MemoryStore {
     const heading = `## ${localTime(at)} · session ${session}`;
     const path = join(this.workspaceDir, MEMORY_LOG_DIR, `${date}.md`);
     await this.exclusive(path, async () => {
-      const current = await readOr(path, `# ${date}\n`);
       const entry = `${heading}\n**User:** ${userText}\n**Robot:** ${robotText}\n`;
-      await writeFileAtomic(path, `${withNewline(current)}\n${entry}`);
+      await this.rotateIfFull(path, date, Buffer.byteLength(entry) + 2);
+      await appendFileDurable(path, (tail) => {
+        const start = tail.sizeBytes === 0 ? `# ${date}\n` : tail.endsWithNewline ? '' : '\n';
+        return `${start}\n${entry}`;
+      });
       this.add({
         id: turnId(date, heading, turnText(userText, robotText)),
         ...turnDoc(date, userText, robotText),
@@ -201,6 +229,19 @@ export class MemoryStore {
     if ((await this.diskSignature()) === this.signature) return false;
     await this.reload();
     return true;
+  }
+
+  /**
+   * Moves a daily log that `addBytes` more would take past maxLogBytes to the next free YYYY-MM-DD.N.md.
+   * Turn ids depend on the date, not the file name, so the index stays as it is.
+   */
+  private async rotateIfFull(path: string, date: string, addBytes: number): Promise<void> {
+    const size = (await stat(path).catch(() => null))?.size ?? 0;
+    if (size === 0 || size + addBytes <= this.maxLogBytes) return;
+    const names = new Set(await this.logFiles());
+    let part = 1;
+    while (names.has(`${date}.${part}.md`)) part++;
+    await renameDurable(path, join(this.workspaceDir, MEMORY_LOG_DIR, `${date}.${part}.md`));
   }
 
   private add(doc: MemoryDoc): void {

@@ -1,7 +1,8 @@
 // Audio assets (songs, purr sounds) under one folder: listed by name, decoded from WAV, MP3, Ogg Opus or
 // Ogg Vorbis to mono PCM16 at the rate asked for. Names never leave the folder.
-import { readdir, readFile, stat } from 'node:fs/promises';
-import { extname, join } from 'node:path';
+import { readdir, readFile } from 'node:fs/promises';
+import { extname } from 'node:path';
+import { fileInside } from '../util/data-dir.js';
 import { resample } from './resample.js';
 import { decodeWav } from './wav.js';
 
@@ -29,6 +30,8 @@ export class AssetError extends Error {
 }
 
 export class AssetLibrary {
+  private lastDecoded: { key: string; pcm: Int16Array } | null = null;
+
   constructor(readonly dir: string) {}
 
   async list(): Promise<AssetInfo[]> {
@@ -42,8 +45,9 @@ export class AssetLibrary {
     for (const file of entries.sort()) {
       const ext = extname(file).toLowerCase();
       if (!(ASSET_EXTENSIONS as readonly string[]).includes(ext) || !SAFE_NAME.test(file)) continue;
-      const info = await stat(join(this.dir, file)).catch(() => null);
-      if (info?.isFile()) assets.push({ name: file.slice(0, -ext.length), file, bytes: info.size });
+      // A symlink out of the folder (songs/x.mp3 -> /etc/shadow) is not an asset: it is left out, so never played.
+      const inside = await fileInside(this.dir, file);
+      if (inside) assets.push({ name: file.slice(0, -ext.length), file, bytes: inside.bytes });
     }
     return assets;
   }
@@ -61,15 +65,27 @@ export class AssetLibrary {
     return match;
   }
 
-  /** Decodes an asset to mono PCM16 at `rate`. */
+  /**
+   * Decodes an asset to mono PCM16 at `rate`. The last result is kept: play-asset decodes once to refuse an
+   * undecodable file before answering, and the conversation that then plays it gets the same PCM without a
+   * second decode.
+   */
   async decode(asset: AssetInfo, rate: number): Promise<Int16Array> {
-    const data = new Uint8Array(await readFile(join(this.dir, asset.file)));
+    // Checked again at read time: the link may have been swapped since list().
+    const inside = await fileInside(this.dir, asset.file);
+    if (!inside) throw new AssetError('not_found', `no asset named "${asset.name}"`);
+    const key = [inside.path, inside.bytes, inside.mtimeMs, rate].join('\0');
+    if (this.lastDecoded?.key === key) return this.lastDecoded.pcm;
+    const data = new Uint8Array(await readFile(inside.path));
+    let pcm: Int16Array;
     try {
-      const { pcm, sampleRate } = await decodeAny(data, extname(asset.file).toLowerCase());
-      return resample(pcm, sampleRate, rate);
+      const decoded = await decodeAny(data, extname(asset.file).toLowerCase());
+      pcm = resample(decoded.pcm, decoded.sampleRate, rate);
     } catch (error) {
       throw new AssetError('undecodable', `cannot decode ${asset.file}: ${(error as Error).message}`);
     }
+    this.lastDecoded = { key, pcm };
+    return pcm;
   }
 }
 

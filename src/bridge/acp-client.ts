@@ -36,7 +36,9 @@ export interface AcpClientOptions {
   respawn?: { baseMs: number; maxMs: number; resetAfterMs?: number };
   initializeTimeoutMs?: number;
   limits?: {
-    /** Cached sessions (least recently used evicted beyond this). Default 64. */
+    /** Cached sessions (least recently used idle ones evicted beyond this), and conversations with a turn
+     *  running or queued: a new conversation beyond it is refused with 'busy'. Default 64, the embedded
+     *  agent's own session limit. */
     maxSessions?: number;
     /** Prompts waiting behind the running one, per conversation; more are rejected with 'busy'. Default 4. */
     maxQueuedPerConversation?: number;
@@ -86,6 +88,7 @@ export class AcpClient {
 
   private readonly log: Logger;
   private readonly cancelGraceMs: number;
+  private readonly maxSessions: number;
   private readonly runtime: AgentRuntime;
   private readonly sessions: SessionCache;
   private readonly turns: TurnQueue;
@@ -99,6 +102,7 @@ export class AcpClient {
       throw new TypeError(`AcpClient: cwd must be absolute, got "${options.cwd}"`);
     this.log = options.logger;
     this.cancelGraceMs = options.limits?.cancelGraceMs ?? 2000;
+    this.maxSessions = Math.max(1, options.limits?.maxSessions ?? 64);
     this.turns = new TurnQueue(Math.max(0, options.limits?.maxQueuedPerConversation ?? 4));
     this.runtime = new AgentRuntime({
       command: options.command,
@@ -117,7 +121,7 @@ export class AcpClient {
     });
     this.sessions = new SessionCache({
       rotation: options.rotation,
-      maxSessions: Math.max(1, options.limits?.maxSessions ?? 64),
+      maxSessions: this.maxSessions,
       stats: this.stats,
       logger: options.logger,
       isBusy: (conversation) => this.turns.isBusy(conversation),
@@ -149,6 +153,14 @@ export class AcpClient {
     // Known down: answering now beats queuing behind a respawn that may never come up.
     const down = opts.failWhenDown ? this.runtime.downError() : undefined;
     if (down) throw down;
+    // Every busy conversation pins its session (an evicted one would fail its turn), so the number of them
+    // is what the session limit bounds; refusing a new one now lets the caller retry instead of waiting.
+    if (!this.turns.isBusy(conversation) && this.turns.busyConversations >= this.maxSessions) {
+      throw new AcpClientError(
+        'busy',
+        `${this.turns.busyConversations} conversations already have a turn running (limit ${this.maxSessions})`,
+      );
+    }
 
     const turn = new AbortController();
     const deadline = setTimeout(
@@ -219,6 +231,7 @@ export class AcpClient {
   private async sessionFor(conversation: string, ready: Ready, signal: AbortSignal): Promise<SessionEntry> {
     const cached = this.sessions.reuse(conversation, ready.gen);
     if (cached) return cached;
+    this.sessions.makeRoom(conversation);
     const request = ready.conn.agent.request(methods.agent.session.new, {
       cwd: this.options.cwd,
       mcpServers: [],

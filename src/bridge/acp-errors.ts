@@ -6,7 +6,7 @@ export type AcpErrorCode =
   | 'timeout' // the turn deadline passed (session/cancel was sent if the prompt had reached the agent)
   | 'aborted' // the caller's AbortSignal fired (same cancel as above)
   | 'agent_crashed' // the child exited or its stdio broke while this turn was in flight
-  | 'busy' // too many prompts already queued for this conversation
+  | 'busy' // too many prompts already queued for this conversation, or too many conversations running
   | 'closed' // close() was called
   | 'session_not_found' // the agent refused the session twice in a row (after one retry on a fresh session)
   | 'init_failed' // the child did not answer initialize in time, or with an incompatible protocol version

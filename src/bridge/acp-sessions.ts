@@ -104,19 +104,32 @@ export class SessionCache {
     }
   }
 
-  /** Evicts the least recently used idle conversation; a busy one only when every other is busy too. */
-  private evictOverflow(keep: string): void {
-    while (this.entries.size > this.options.maxSessions) {
+  /** Before a new session is created for `keep`: evicts idle conversations until one more fits, so the
+   *  session/close of the victim reaches the agent before our session/new and the agent (which has its own
+   *  limit and evicts on its own, running turns included) never overflows. */
+  makeRoom(keep: string): void {
+    this.evictOverflow(keep, this.options.maxSessions - 1);
+  }
+
+  /** Evicts least recently used idle conversations until at most `limit` remain. A conversation with a turn
+   *  running or queued is never evicted: its turn would fail with session_not_found. The client admits at
+   *  most maxSessions busy conversations, so idle victims exist whenever the cache is over its limit. */
+  private evictOverflow(keep: string, limit = this.options.maxSessions): void {
+    while (this.entries.size > limit) {
       let victim: string | undefined;
       for (const conversation of this.entries.keys()) {
-        if (conversation === keep) continue;
-        if (!this.options.isBusy(conversation)) {
+        if (conversation !== keep && !this.options.isBusy(conversation)) {
           victim = conversation;
           break;
         }
-        victim ??= conversation;
       }
-      if (victim === undefined) return;
+      if (victim === undefined) {
+        this.log.warn(
+          { sessions: this.entries.size, limit },
+          'session cache over its limit and every conversation is busy; keeping them all',
+        );
+        return;
+      }
       const entry = this.entries.get(victim)!;
       this.log.debug(
         { conversation: victim, sessionId: entry.sessionId },
@@ -140,6 +153,11 @@ export class TurnQueue {
 
   isBusy(conversation: string): boolean {
     return this.lanes.get(conversation)?.busy ?? false;
+  }
+
+  /** Conversations with a turn running or queued (a lane exists only while it is held). */
+  get busyConversations(): number {
+    return this.lanes.size;
   }
 
   /** Resolves with the release function once it is this turn's go; rejects with 'busy' when the queue is

@@ -1,5 +1,5 @@
 // Rules the bridge applies to agent-path messages (SPEC "Message record", DESIGN §3). Pure.
-import { enforceEmojiPrefix } from '../robot/emotions.js';
+import { enforceEmojiPrefix, stripEmoji } from '../robot/emotions.js';
 import { Segmenter } from '../voice/segmenter.js';
 
 const NINE = '😊 😆 😢 😮 🤔 😠 😐 😍 😴';
@@ -55,6 +55,12 @@ export function finishReply(text: string, maxSentences: number): string {
   return limitSentences(enforceEmojiPrefix(text.trim() || '…'), maxSentences);
 }
 
-/** Said when the agent runtime is down or misses its deadline: the API always replies. */
+/** True when the text says nothing: no letter or digit once the emoji are gone (a bare "😐 ", "…",
+ *  whitespace). An agent turn that produced only this failed, whatever its stop reason says. */
+export function isEmptyReply(text: string): boolean {
+  return !/[\p{L}\p{N}]/u.test(stripEmoji(text));
+}
+
+/** Said when the agent runtime is down, misses its deadline or says nothing: the API always replies. */
 export const AGENT_FALLBACK_REPLY =
   '😐 Sorry, my thinking part is not answering right now. Please try again soon.';

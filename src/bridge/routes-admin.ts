@@ -16,6 +16,8 @@ import type { TogglesStore } from './toggles-store.js';
 import { VoiceCallError, type VoiceClient } from './voice-client.js';
 
 export interface AdminRouteOptions {
+  /** Host names besides loopback ones that /admin/* requests may be addressed to (bridge.admin_hosts). */
+  adminHosts?: readonly string[];
   controls: Controls;
   toggles: TogglesStore;
   voice: VoiceClient;
@@ -41,9 +43,10 @@ const schemas = {
 export function registerAdminRoutes(app: FastifyInstance, options: AdminRouteOptions): void {
   // Every /admin path, routed or not and whatever the method, is refused to non-loopback peers (no 404 that
   // would tell an outsider which admin routes exist).
+  const thisMachineOnly = loopbackOnly(options.adminHosts);
   app.addHook('onRequest', async (request, reply) => {
     // Decided on the path the router matches (percent-decoded, slashes folded), not the raw request line.
-    if (isUnderPrefix(request, '/admin')) await loopbackOnly(request, reply);
+    if (isUnderPrefix(request, '/admin')) await thisMachineOnly(request, reply);
   });
   app.register(async (admin) => {
     admin.post('/admin/kid-mode', async (request) => {
@@ -67,25 +70,14 @@ export function registerAdminRoutes(app: FastifyInstance, options: AdminRouteOpt
       return { ok: true, file: body.file, bytes: Buffer.byteLength(body.content) };
     });
 
+    // One model change at a time, apply then save, in arrival order: two changes interleaved could leave the
+    // daemon running one model while models.json names the other (found with 30 concurrent calls).
+    let modelChanges: Promise<unknown> = Promise.resolve();
     admin.post('/admin/model', async (request) => {
       const body = parseBody(schemas.model, request.body);
-      if (body.daemon === 'voice') {
-        const endpoint = options.voiceEndpoint(options.toggles.get().smart_mode);
-        try {
-          await options.voice.post('set-tier1slim-model', {
-            model: body.model,
-            url: endpoint.url,
-            api_key: endpoint.apiKey,
-          });
-        } catch (error) {
-          if (error instanceof VoiceCallError)
-            throw new HttpError(error.status === 409 ? 409 : 502, error.code, error.message);
-          throw error;
-        }
-      }
-      // Saved once the daemon took it; the agent restarts on it.
-      await options.saveModelOverride(body.daemon, body.model);
-      if (body.daemon === 'agent') await options.restartAgent(body.model);
+      const change = modelChanges.then(() => applyModel(options, body.daemon, body.model));
+      modelChanges = change.catch(() => undefined);
+      await change;
       return { ok: true, daemon: body.daemon, model: body.model };
     });
 
@@ -101,4 +93,24 @@ export function registerAdminRoutes(app: FastifyInstance, options: AdminRouteOpt
       return options.controls.setState(body.state, body.device_id);
     });
   });
+}
+
+/** Sets a daemon's model and saves it once the daemon took it (the agent restarts on it). */
+async function applyModel(
+  options: AdminRouteOptions,
+  daemon: 'voice' | 'agent',
+  model: string,
+): Promise<void> {
+  if (daemon === 'voice') {
+    const endpoint = options.voiceEndpoint(options.toggles.get().smart_mode);
+    try {
+      await options.voice.post('set-tier1slim-model', { model, url: endpoint.url, api_key: endpoint.apiKey });
+    } catch (error) {
+      if (error instanceof VoiceCallError)
+        throw new HttpError(error.status === 409 ? 409 : 502, error.code, error.message);
+      throw error;
+    }
+  }
+  await options.saveModelOverride(daemon, model);
+  if (daemon === 'agent') await options.restartAgent(model);
 }

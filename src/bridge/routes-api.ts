@@ -3,17 +3,18 @@ import type { FastifyInstance, FastifyReply } from 'fastify';
 import { z } from 'zod';
 import type { MemoryStore } from '../agent/memory.js';
 import { ESCALATION_TOOLS } from '../providers/llm/tools.js';
-import { parseBody } from '../util/http-error.js';
-import type { AcpClient } from './acp-client.js';
+import { errorBody, parseBody } from '../util/http-error.js';
+import { type AcpClient, AcpClientError } from './acp-client.js';
 import { type EscalationDeps, escalate } from './escalation.js';
 import {
   AGENT_FALLBACK_REPLY,
   type ChannelNames,
   finishReply,
+  isEmptyReply,
   isRobotChannel,
   sandwich,
 } from './message-rules.js';
-import { streamSentences } from './ndjson.js';
+import { type Refusal, streamSentences } from './ndjson.js';
 
 export interface ApiRouteOptions {
   agent: () => AcpClient;
@@ -24,6 +25,21 @@ export interface ApiRouteOptions {
   maxSentences: number;
   /** Today's calendar as prompt lines (scrubbed), offered to the agent on the robot channel. */
   calendarText?: () => Promise<string>;
+}
+
+/** What a caller refused for load should wait before trying again: about one short agent turn. */
+const BUSY_RETRY_AFTER_SEC = 2;
+
+/** The agent refused the turn for load (too many conversations, or this one's queue full): 503 busy with
+ *  Retry-After, so the caller can tell "try again" from an answer. Any other failure gets the fallback. */
+function busyRefusal(error: unknown): Refusal | undefined {
+  if (!(error instanceof AcpClientError) || error.code !== 'busy') return undefined;
+  return {
+    status: 503,
+    code: 'busy',
+    message: `the agent is busy: ${error.message}`,
+    headers: { 'retry-after': String(BUSY_RETRY_AFTER_SEC) },
+  };
 }
 
 /** The calendar is cached; a feed still loading must not hold a voice turn up for longer than this. */
@@ -70,11 +86,23 @@ export function registerApiRoutes(app: FastifyInstance, options: ApiRouteOptions
     const body = parseBody(schemas.message, request.body);
     const signal = callerGone(reply);
     try {
-      const { text } = await options
+      const { text, stopReason } = await options
         .agent()
         .prompt(conversation(body), await agentInput(body), { signal, failWhenDown: true });
-      return { response: finishReply(text, options.maxSentences) };
+      if (!isEmptyReply(text)) return { response: finishReply(text, options.maxSentences) };
+      request.log.warn(
+        { code: 'empty_reply', stopReason },
+        'the agent said nothing; answering with the fallback',
+      );
+      return { response: AGENT_FALLBACK_REPLY };
     } catch (error) {
+      const refusal = busyRefusal(error);
+      if (refusal) {
+        return reply
+          .code(refusal.status)
+          .headers(refusal.headers ?? {})
+          .send(errorBody(refusal.code, refusal.message));
+      }
       request.log.warn(
         { err: (error as Error).message, code: (error as { code?: unknown }).code },
         'agent turn failed; answering with the fallback',
@@ -87,7 +115,12 @@ export function registerApiRoutes(app: FastifyInstance, options: ApiRouteOptions
     const body = parseBody(schemas.message, request.body);
     await streamSentences(
       reply,
-      { maxSentences: options.maxSentences, fallback: AGENT_FALLBACK_REPLY, logger: request.log },
+      {
+        maxSentences: options.maxSentences,
+        fallback: AGENT_FALLBACK_REPLY,
+        logger: request.log,
+        refuse: busyRefusal,
+      },
       async (onDelta, signal) => {
         const input = await agentInput(body);
         await options

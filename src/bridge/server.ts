@@ -1,18 +1,18 @@
 // The bridge (HTTP :8080): agent-path messages, tool escalations, memory, admin routes, the /v1 pass-through
 // to the local router, and the agent runtime it drives over ACP.
-import { existsSync, readFileSync } from 'node:fs';
 import type { AddressInfo } from 'node:net';
 import { join, resolve } from 'node:path';
 import { MemoryStore } from '../agent/memory.js';
 import { seedWorkspace } from '../agent/workspace.js';
 import type { Clock } from '../audio/pacer.js';
 import type { Config } from '../config/index.js';
-import { cleanStaleTempFiles, writeFileAtomic } from '../util/atomic-file.js';
+import { cleanStaleTempFiles } from '../util/atomic-file.js';
 import { createHttpApp } from '../util/http-app.js';
 import { errorBody } from '../util/http-error.js';
 import type { Logger } from '../util/log.js';
 import { registerMetricsRoute } from '../util/metrics.js';
 import { PACKAGE_ROOT } from '../version.js';
+import { voiceAdminToken } from '../voice/admin-token.js';
 import { visionAvailable } from '../voice/vision.js';
 import { AcpClient } from './acp-client.js';
 import { AllowList } from './allow-list.js';
@@ -21,6 +21,7 @@ import { Calendar, registerCalendarRoutes } from './calendar/index.js';
 import { createControls } from './controls.js';
 import { visionText } from './escalation.js';
 import { BridgeMetrics } from './metrics.js';
+import { readModelOverrides, saveModelOverride } from './model-overrides.js';
 import { registerPassthrough } from './passthrough.js';
 import { type ConsumersOptions, wallClock } from './perception/consumers.js';
 import {
@@ -76,8 +77,12 @@ export async function startBridge(
   await seedWorkspace(workspaceDir);
   let memoryStore: Promise<MemoryStore> | undefined;
   const memory = () => (memoryStore ??= MemoryStore.open(workspaceDir));
-  const toggles = new TogglesStore(dataDir);
-  const voice = new VoiceClient(config.bridge.voice_url, config.voice_admin.token);
+  const toggles = new TogglesStore(dataDir, (line) => logger.warn(line));
+  // The voice server's admin token: VOICE_ADMIN_TOKEN, or the one the voice server on this host keeps in DATA_DIR.
+  const voice = new VoiceClient(
+    config.bridge.voice_url,
+    voiceAdminToken(config.voice_admin.token, dataDir).token,
+  );
   await cleanStaleTempFiles([workspaceDir, join(workspaceDir, 'memory'), join(dataDir, 'state')]);
   const agentModel = () => readModelOverrides(dataDir).agent ?? config.agent.model;
   const cloudKey = () => Boolean(config.LLM.TwoTier.cloud_api_key || config.cloud.api_key);
@@ -112,7 +117,11 @@ export async function startBridge(
   void startAgent(agent);
 
   // Bodies up to 1 MiB: a 256 KiB persona file, JSON-escaped, must fit.
-  const app = createHttpApp({ logger: logger.child({ component: 'bridge' }), bodyLimit: 1024 * 1024 });
+  const app = createHttpApp({
+    logger: logger.child({ component: 'bridge' }),
+    bodyLimit: 1024 * 1024,
+    limits: config.limits,
+  });
   // Filled in once perception exists; the metrics only read it at scrape time.
   let perceptionDropped = () => 0;
   const metrics = new BridgeMetrics({
@@ -168,6 +177,7 @@ export async function startBridge(
     },
   });
   registerAdminRoutes(app, {
+    adminHosts: config.bridge.admin_hosts,
     controls,
     toggles,
     voice,
@@ -184,6 +194,7 @@ export async function startBridge(
     saveModelOverride: (daemon, model) => saveModelOverride(dataDir, daemon, model),
   });
   const perception = createPerception({
+    limits: config.limits,
     onIngest: (event) => metrics.perceptionEvent(event.name),
     voice: voiceActionsFromClient(voice),
     logger: logger.child({ component: 'perception' }),
@@ -300,27 +311,4 @@ export function agentCommand(configured: string): string[] {
   if (!configured.trim()) return [process.execPath, join(PACKAGE_ROOT, 'bin', 'deskbot.js'), 'agent'];
   const parts = configured.match(/"[^"]*"|'[^']*'|\S+/g) ?? [];
   return parts.map((part) => part.replace(/^(["'])(.*)\1$/, '$2'));
-}
-
-function modelOverridesPath(dataDir: string): string {
-  return join(dataDir, 'state', 'models.json');
-}
-
-export function readModelOverrides(dataDir: string): { voice?: string; agent?: string } {
-  const path = modelOverridesPath(dataDir);
-  if (!existsSync(path)) return {};
-  try {
-    const value = JSON.parse(readFileSync(path, 'utf8')) as Record<string, unknown>;
-    return {
-      ...(typeof value.voice === 'string' ? { voice: value.voice } : {}),
-      ...(typeof value.agent === 'string' ? { agent: value.agent } : {}),
-    };
-  } catch {
-    return {};
-  }
-}
-
-async function saveModelOverride(dataDir: string, daemon: 'voice' | 'agent', model: string): Promise<void> {
-  const next = { ...readModelOverrides(dataDir), [daemon]: model };
-  await writeFileAtomic(modelOverridesPath(dataDir), `${JSON.stringify(next, null, 2)}\n`);
 }

@@ -1,14 +1,19 @@
-// kid_mode and smart_mode, owned by the bridge: persisted atomically under DATA_DIR (the voice server reads
-// the same file at start and re-syncs the device's pips), composing freely, never switched by voice.
-import { writeFileAtomic } from '../util/atomic-file.js';
+// kid_mode and smart_mode, owned by the bridge: persisted atomically under DATA_DIR with a last good copy (the
+// voice server reads the same file at start and re-syncs the device's pips), composing freely, never switched
+// by voice.
+import { writeStateFile } from '../util/state-file.js';
 import { readToggles, type Toggles, togglesPath } from '../voice/toggles.js';
 
 export class TogglesStore {
   private current: Toggles;
   private writing: Promise<unknown> = Promise.resolve();
 
-  constructor(private readonly dataDir: string) {
-    this.current = readToggles(dataDir);
+  /** `warn` reports a damaged toggles file (default: one line on stderr). */
+  constructor(
+    private readonly dataDir: string,
+    warn?: (line: string) => void,
+  ) {
+    this.current = readToggles(dataDir, warn);
   }
 
   get(): Readonly<Toggles> {
@@ -21,7 +26,7 @@ export class TogglesStore {
     // (kid mode and smart mode) both land.
     const write = this.writing.then(async () => {
       const next = { ...this.current, [name]: enabled };
-      await writeFileAtomic(togglesPath(this.dataDir), `${JSON.stringify(next, null, 2)}\n`);
+      await writeStateFile(togglesPath(this.dataDir), next);
       this.current = next;
       return next;
     });

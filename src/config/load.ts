@@ -16,7 +16,7 @@ export class ConfigError extends Error {
 type Env = Record<string, string | undefined>;
 
 /** Env variable → config path and how to read it. SPEC/DESIGN names are kept as they are. */
-type EnvKind = 'int' | 'number' | 'string' | 'bool' | 'feeds' | 'cidrs';
+type EnvKind = 'int' | 'number' | 'string' | 'bool' | 'feeds' | 'cidrs' | 'list';
 const ENV_MAP: Array<[string, string[], EnvKind]> = [
   ['DATA_DIR', ['data_dir'], 'string'],
   ['LOG_LEVEL', ['log_level'], 'string'],
@@ -36,6 +36,7 @@ const ENV_MAP: Array<[string, string[], EnvKind]> = [
   ['BRIDGE_URL', ['bridge', 'url'], 'string'],
   ['BRIDGE_PORT', ['bridge', 'port'], 'int'],
   ['VOICE_URL', ['bridge', 'voice_url'], 'string'],
+  ['BRIDGE_ADMIN_HOSTS', ['bridge', 'admin_hosts'], 'list'],
   ['BRIDGE_TIMEOUT_SHORT', ['bridge', 'timeout_short'], 'number'],
   ['BRIDGE_TIMEOUT_LONG', ['bridge', 'timeout_long'], 'number'],
   ['VOICE_THINKER_TIMEOUT', ['bridge', 'thinker_timeout'], 'number'],
@@ -142,6 +143,12 @@ function readEnv(name: string, value: string, kind: EnvKind): unknown {
   if (kind === 'string') return value;
   if (kind === 'feeds') return readFeeds(name, value);
   if (kind === 'cidrs') return readCidrs(name, value);
+  if (kind === 'list') {
+    return value
+      .split(',')
+      .map((entry) => entry.trim())
+      .filter(Boolean);
+  }
   if (kind === 'number') {
     if (!/^\d+(\.\d+)?$/.test(value)) throw new ConfigError(`env ${name}="${value}" is not a number`);
     return Number(value);

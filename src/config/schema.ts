@@ -5,7 +5,52 @@ import { isCidr } from '../util/cidr.js';
 const port = z.number().int().min(0).max(65535);
 const binaryVersion = z.literal([0, 1, 2, 3]);
 
+/**
+ * Resource limits of every listener (docs/limits.md). One self-contained block: the WebSocket listener,
+ * both HTTP servers, the perception route, SSE and MCP discovery read their defaults from here.
+ */
+export const limitsSchema = z.object({
+  /** Device WebSockets at once on :8000 (counted per TCP connection, upgraded or not). */
+  ws_max_connections: z.number().int().positive().default(512),
+  /** Per remote address; loopback counts like any address (a NAT'd household shares one). */
+  ws_max_connections_per_address: z.number().int().positive().default(64),
+  /** TCP connections at once on each HTTP server (:8003, :8080). */
+  http_max_connections: z.number().int().positive().default(256),
+  http_max_connections_per_address: z.number().int().positive().default(64),
+  /** A connection over a cap is answered 503 when its request arrives, or destroyed after this long. */
+  over_limit_grace_ms: z.number().int().positive().default(2000),
+  /** Whole header block must arrive within this (slowloris); node answers 408. */
+  http_headers_timeout_ms: z.number().int().positive().default(10_000),
+  /** Whole request (headers and body) must arrive within this; node answers 408. */
+  http_request_timeout_ms: z.number().int().positive().default(30_000),
+  /** An idle keep-alive connection is closed after this. */
+  http_keep_alive_timeout_ms: z.number().int().positive().default(5000),
+  /** How often node checks the two timeouts above (they fire up to this late). */
+  http_connections_check_interval_ms: z.number().int().positive().default(1000),
+  /** POST /api/perception/event body, and the keys / nesting depth of its `data`. */
+  perception_event_max_bytes: z
+    .number()
+    .int()
+    .positive()
+    .default(8 * 1024),
+  perception_event_max_keys: z.number().int().positive().default(64),
+  perception_event_max_depth: z.number().int().positive().default(4),
+  /** Dashboard event streams per address; the oldest of that address is closed for a new one. */
+  sse_max_streams_per_address: z.number().int().positive().default(4),
+  /** MCP tools kept per device and list (regular, user-only), and their JSON bytes. */
+  mcp_max_tools: z.number().int().positive().default(64),
+  mcp_max_tool_list_bytes: z
+    .number()
+    .int()
+    .positive()
+    .default(64 * 1024),
+});
+export type Limits = z.infer<typeof limitsSchema>;
+/** The defaults, for modules constructed without a config (tests, the bench). */
+export const DEFAULT_LIMITS: Limits = limitsSchema.parse({});
+
 export const configSchema = z.object({
+  limits: limitsSchema.prefault({}),
   data_dir: z.string().default('./data'),
   log_level: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
   server: z
@@ -22,7 +67,7 @@ export const configSchema = z.object({
       /** Minutes east of UTC in server_time; null = this machine's offset. */
       timezone_offset_min: z.number().int().min(-720).max(840).nullable().default(null),
       /** Close a connection that has not said hello by then. The device itself gives up after 10 s. */
-      hello_timeout_sec: z.number().positive().default(30),
+      hello_timeout_sec: z.number().positive().default(10),
       /** Close a connection after this long without any frame (a device may vanish without a Close). */
       idle_timeout_sec: z.number().positive().default(300),
       /** Frames larger than this are logged and dropped; the connection stays up. */
@@ -33,7 +78,10 @@ export const configSchema = z.object({
         .default(64 * 1024),
     })
     .prefault({}),
-  /** Optional guards of /device/admin/* (DESIGN §3); both off by default, SPEC relies on network ACLs. */
+  /**
+   * Guards of /device/admin/* (DESIGN §3). Unset, the routes are locked to this machine and other hosts need the
+   * token generated into DATA_DIR (src/voice/admin-auth.ts); set-toggle always needs the token.
+   */
   voice_admin: z
     .object({
       /** Bearer token the admin routes require; '' = none (env VOICE_ADMIN_TOKEN). */
@@ -211,6 +259,11 @@ export const configSchema = z.object({
       max_sentences: z.number().int().positive().default(6),
       robot_channel: z.string().min(1).default('deskbot'),
       robot_channel_legacy: z.string().min(1).default('desk-bot'),
+      /**
+       * Host names (besides localhost and loopback addresses) that /admin/* requests may be addressed to, in
+       * Host and Origin; anything else is refused as DNS rebinding (env BRIDGE_ADMIN_HOSTS, comma-separated).
+       */
+      admin_hosts: z.array(z.string().trim().min(1).max(253)).max(50).default([]),
     })
     .prefault({}),
   vision: z

@@ -51,6 +51,19 @@ export interface McpClientOptions {
   maxPages?: number;
 }
 
+/** Bounds on what one tools/list walk keeps (a device once declared 15,120 tools: +12 MB each). */
+export interface ToolListCaps {
+  maxTools: number;
+  /** JSON bytes of the kept tools together. */
+  maxBytes: number;
+}
+
+export interface ToolList {
+  tools: McpTool[];
+  /** Which cap stopped the walk early (the tools that fit are kept), or null when the list ended. */
+  cut: 'tools' | 'bytes' | null;
+}
+
 interface Pending {
   resolve: (value: unknown) => void;
   reject: (error: Error) => void;
@@ -59,6 +72,7 @@ interface Pending {
 }
 
 export const MCP_DEFAULT_TIMEOUT_MS = 30_000;
+const utf8 = new TextEncoder();
 
 export class McpClient {
   private nextId = 1;
@@ -150,17 +164,33 @@ export class McpClient {
     });
   }
 
-  /** Reads every page of tools/list. */
+  /** Reads every page of tools/list (no caps: for callers that trust the device). */
   async listTools(withUserTools = false): Promise<McpTool[]> {
+    const unbounded = { maxTools: Number.POSITIVE_INFINITY, maxBytes: Number.POSITIVE_INFINITY };
+    return (await this.listToolsCapped(withUserTools, unbounded)).tools;
+  }
+
+  /**
+   * Reads tools/list pages until the list ends or a cap is reached; then it asks for no further page and
+   * keeps the tools that fit, in the device's order.
+   */
+  async listToolsCapped(withUserTools: boolean, caps: ToolListCaps): Promise<ToolList> {
     const tools: McpTool[] = [];
+    let bytes = 0;
     let cursor = '';
     const maxPages = this.options.maxPages ?? 64;
     for (let page = 0; page < maxPages; page++) {
       const raw = await this.request('tools/list', { cursor, withUserTools });
       const parsed = toolsListResult.safeParse(raw);
       if (!parsed.success) throw new McpError('bad_result', 'tools/list result has no valid "tools" array');
-      tools.push(...parsed.data.tools);
-      if (!parsed.data.nextCursor) return tools;
+      for (const tool of parsed.data.tools) {
+        if (tools.length >= caps.maxTools) return { tools, cut: 'tools' };
+        const size = utf8.encode(JSON.stringify(tool)).length;
+        if (bytes + size > caps.maxBytes) return { tools, cut: 'bytes' };
+        bytes += size;
+        tools.push(tool);
+      }
+      if (!parsed.data.nextCursor) return { tools, cut: null };
       cursor = parsed.data.nextCursor;
     }
     throw new McpError('bad_result', `tools/list did not end within ${maxPages} pages`);

@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { link, mkdir, open, readdir, rename, rm } from 'node:fs/promises';
+import { link, mkdir, open, readdir, rename, rm, stat } from 'node:fs/promises';
 import { basename, dirname, join, resolve } from 'node:path';
 
 const TEMP_NAME = /^\..+\.[0-9a-f]{12}\.tmp$/;
@@ -64,6 +64,62 @@ export async function createFileAtomic(path: string, data: string | Uint8Array):
   }
   await syncDir(dir);
   return true;
+}
+
+export interface AppendTail {
+  /** False when this append creates the file. */
+  existed: boolean;
+  /** Bytes in the file before this append (0 for a new or empty file). */
+  sizeBytes: number;
+  /** False when the file ends in a cut line (a crash, a hand edit): the chunk should start a new line. */
+  endsWithNewline: boolean;
+}
+
+/**
+ * Appends to a file in O(1), whatever its size: one write of the whole chunk through an O_APPEND descriptor,
+ * then fsync (and fsync of the folder when the file is new). A killed process leaves the whole chunk or none
+ * (one write() to a regular file); a power cut can leave a cut last line, which `chunk` sees through
+ * `endsWithNewline` next time. Callers serialise appends to one file themselves. Resolves the new size.
+ */
+export async function appendFileDurable(path: string, chunk: (tail: AppendTail) => string): Promise<number> {
+  const dir = await makeDir(dirname(path));
+  const existed = await stat(path).then(
+    () => true,
+    () => false,
+  );
+  const handle = await open(path, 'a+', 0o644);
+  let sizeBytes: number;
+  try {
+    sizeBytes = (await handle.stat()).size;
+    let endsWithNewline = true;
+    if (sizeBytes > 0) {
+      const last = Buffer.alloc(1);
+      await handle.read(last, 0, 1, sizeBytes - 1);
+      endsWithNewline = last[0] === 0x0a;
+    }
+    const data = Buffer.from(chunk({ existed, sizeBytes, endsWithNewline }), 'utf8');
+    try {
+      for (let done = 0; done < data.length; ) {
+        done += (await handle.write(data, done, data.length - done)).bytesWritten;
+      }
+      await handle.sync();
+    } catch (error) {
+      // A disk that filled up mid-chunk: take the partial chunk back rather than leave half an entry.
+      await handle.truncate(sizeBytes).catch(() => undefined);
+      throw error;
+    }
+    sizeBytes += data.length;
+  } finally {
+    await handle.close();
+  }
+  if (!existed) await syncDir(dir);
+  return sizeBytes;
+}
+
+/** Renames within one folder and fsyncs it, so the new name survives a power loss too. */
+export async function renameDurable(from: string, to: string): Promise<void> {
+  await rename(from, to);
+  await syncDir(dirname(resolve(to)));
 }
 
 /** mkdir -p, and fsync the parent of every folder it created: a new folder's name is a write too. */

@@ -69,3 +69,11 @@ export class CidrList {
     return this.list.check(peer.address, peer.family);
   }
 }
+
+/** A TCP peer on this machine (127.0.0.0/8, ::1, or either as an IPv4-mapped address). */
+export function isLoopback(address: string | undefined): boolean {
+  if (!address) return false;
+  if (address === '::1') return true;
+  const v4 = address.startsWith('::ffff:') ? address.slice(7) : address;
+  return /^127\.\d{1,3}\.\d{1,3}\.\d{1,3}$/.test(v4);
+}

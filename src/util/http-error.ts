@@ -1,3 +1,5 @@
+import { storageProblem } from './data-dir.js';
+
 // The one error shape of every HTTP route (DESIGN §2): {"error":{"code":"snake_case","message":"…"}}.
 export class HttpError extends Error {
   constructor(
@@ -21,6 +23,9 @@ export function errorBody(code: string, message: string): ErrorBody {
 /** Maps whatever a route threw (ours, fastify's, a bug) to a status and the error shape. Never a stack trace. */
 export function toHttpError(error: unknown): HttpError {
   if (error instanceof HttpError) return error;
+  // A full or read-only DATA_DIR is the operator's to fix, not a bug: 507 naming it, whichever route wrote.
+  const storage = storageProblem(error);
+  if (storage) return new HttpError(storage.status, storage.code, storage.message);
   const e = error as { statusCode?: number; code?: string; message?: string };
   const status = typeof e?.statusCode === 'number' ? e.statusCode : 500;
   if (status === 413)

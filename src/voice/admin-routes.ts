@@ -129,16 +129,12 @@ export function registerAdminRoutes(app: FastifyInstance, options: AdminRouteOpt
     const { session, conversation: c } = conversation(body.device_id);
     try {
       const asset = await options.assets.find(body.name);
+      // Decoded before answering so a file that cannot play is a 422, not a 200 followed by silence.
+      await options.assets.decode(asset, ASSET_DECODE_RATE_HZ);
       c.playAsset(asset.name);
       return { ok: true, device_id: session.deviceId, name: asset.name };
     } catch (error) {
-      if (error instanceof AssetError) {
-        throw new HttpError(
-          error.code === 'unsafe_name' ? 400 : 404,
-          error.code === 'unsafe_name' ? 'unsafe_name' : 'unknown_asset',
-          error.message,
-        );
-      }
+      if (error instanceof AssetError) throw assetHttpError(error);
       throw error;
     }
   });
@@ -219,6 +215,7 @@ export function registerAdminRoutes(app: FastifyInstance, options: AdminRouteOpt
       throw new HttpError(409, 'not_two_tier', `the active LLM provider is ${options.llm.name}, not TwoTier`);
     }
     try {
+      // The provider decides what counts as blank (whitespace-only included) and refuses it over a real key.
       options.llm.hotSwap({ model: body.model, url: body.url, apiKey: body.api_key });
     } catch (error) {
       if (error instanceof ProviderConfigError) throw new HttpError(409, error.code, error.message);
@@ -231,4 +228,18 @@ export function registerAdminRoutes(app: FastifyInstance, options: AdminRouteOpt
     const body = parseBody(schemas.device, request.body);
     return callTool(body.device_id, 'self.robot.set_face_identified', {});
   });
+}
+
+/** The downlink rate the conversation decodes assets at: the same rate, so its decode is the cached one. */
+const ASSET_DECODE_RATE_HZ = 24_000;
+
+const ASSET_ERRORS = {
+  unsafe_name: [400, 'unsafe_name'],
+  not_found: [404, 'unknown_asset'],
+  undecodable: [422, 'undecodable_asset'],
+} as const;
+
+function assetHttpError(error: AssetError): HttpError {
+  const [status, code] = ASSET_ERRORS[error.code];
+  return new HttpError(status, code, error.message);
 }

@@ -1,8 +1,8 @@
 // Firmware images under DATA_DIR/firmware, found either through manifest.json
 // ({"images":[{"board":"<type>|*","version":"1.2.3","file":"x.bin"}]}) or by file name "<board>_<version>.bin".
-import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
-import { join } from 'node:path';
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { compareVersions, parseVersion } from '../protocol/index.js';
+import { fileInsideSync } from '../util/data-dir.js';
 
 export interface FirmwareImage {
   board: string;
@@ -19,8 +19,8 @@ export class FirmwareStore {
   list(): FirmwareImage[] {
     if (!existsSync(this.dir)) return [];
     const images: FirmwareImage[] = [];
-    const manifestPath = join(this.dir, 'manifest.json');
-    if (existsSync(manifestPath)) {
+    const manifestPath = fileInsideSync(this.dir, 'manifest.json')?.path;
+    if (manifestPath) {
       try {
         const manifest = JSON.parse(readFileSync(manifestPath, 'utf8')) as { images?: unknown };
         for (const entry of Array.isArray(manifest.images) ? manifest.images : []) {
@@ -50,19 +50,17 @@ export class FirmwareStore {
     return best;
   }
 
-  /** Absolute path of a servable image, or undefined for unsafe or missing names. */
+  /**
+   * Absolute path of a servable image (symlinks resolved), or undefined for unsafe or missing names and for
+   * symlinks that lead out of the folder.
+   */
   pathOf(file: string): string | undefined {
     if (!SAFE_FIRMWARE_NAME.test(file)) return undefined;
-    return this.sizeOf(file) > 0 ? join(this.dir, file) : undefined;
+    return this.sizeOf(file) > 0 ? fileInsideSync(this.dir, file)?.path : undefined;
   }
 
   private sizeOf(file: string): number {
-    try {
-      const stat = statSync(join(this.dir, file));
-      return stat.isFile() ? stat.size : 0;
-    } catch {
-      return 0;
-    }
+    return fileInsideSync(this.dir, file)?.bytes ?? 0;
   }
 }
 

@@ -5,6 +5,7 @@ import { Counter, Gauge, Histogram, Registry } from 'prom-client';
 import type { PocketsphinxStats } from '../providers/asr/pocketsphinx.js';
 import { REFUSAL_REASONS } from '../providers/asr/recognition-queue.js';
 import type { AsrProvider } from '../providers/asr/types.js';
+import type { LimitName } from '../util/http-app.js';
 import { LATENCY_BUCKETS_SEC } from '../util/metrics.js';
 import type { TurnTiming } from './conversation.js';
 
@@ -55,6 +56,7 @@ export class VoiceMetrics {
   readonly registry = new Registry();
   private readonly stages: Histogram<'stage'>;
   private readonly turns: Counter<'kind' | 'outcome'>;
+  private readonly limitRefusals: Counter<'limit'>;
 
   /** `asr`: a recogniser with a queue in front (queueStats()) gets its queue's counters mirrored here. */
   constructor(activeSessions: () => number, asr?: AsrProvider) {
@@ -80,7 +82,18 @@ export class VoiceMetrics {
         this.set(activeSessions());
       },
     });
+    this.limitRefusals = new Counter({
+      name: 'deskbot_voice_limit_refusals_total',
+      help: 'Connections refused or closed, or MCP tool lists cut, by a limit (docs/limits.md)',
+      labelNames: ['limit'],
+      registers,
+    });
     if (asr && hasQueueStats(asr)) registerAsrQueueMetrics(this.registry, () => asr.queueStats());
+  }
+
+  /** Counts one limit hit (pass as `onLimit` to the WebSocket listener, the HTTP app and the sessions). */
+  limitHit(limit: LimitName): void {
+    this.limitRefusals.inc({ limit });
   }
 
   /** Stage timings count only for spoken turns: an injected reply has no utterance to measure from. */

@@ -9,13 +9,14 @@ import { loadResampler } from '../audio/resample.js';
 import type { Config } from '../config/index.js';
 import { AgentLlm } from '../providers/llm/agent.js';
 import { defaultWakeWords, WakeWordList } from '../robot/wake-words.js';
-import { createHttpApp } from '../util/http-app.js';
+import { createHttpApp, type LimitName } from '../util/http-app.js';
 import type { Logger } from '../util/log.js';
 import { registerMetricsRoute } from '../util/metrics.js';
 import { VERSION } from '../version.js';
 import { ActivationService } from './activation.js';
-import { registerAdminAuth } from './admin-auth.js';
+import { describeAdminAccess, registerAdminAuth, type VoiceAdminAuthOptions } from './admin-auth.js';
 import { registerAdminRoutes } from './admin-routes.js';
+import { voiceAdminToken } from './admin-token.js';
 import { Conversation, type ConversationOptions } from './conversation.js';
 import { registerDeviceCors } from './cors.js';
 import { FirmwareStore } from './firmware-store.js';
@@ -42,6 +43,8 @@ export interface VoiceServer {
   readonly toggles: Toggles;
   readonly relay: PerceptionRelay;
   readonly metrics: VoiceMetrics;
+  /** The admin token (VOICE_ADMIN_TOKEN or DATA_DIR/voice-admin-token) and who may call, in words. */
+  readonly admin: { token: string; access: string };
   conversationOf(session: DeviceSession): Conversation | undefined;
   /** Called for every new device session, so later stages (the turn pipeline) can attach. */
   onSession(listener: (session: DeviceSession) => void): void;
@@ -60,7 +63,7 @@ export async function startVoiceServer(
 ): Promise<VoiceServer> {
   const dataDir = resolve(config.data_dir);
   await loadResampler();
-  const toggles = readToggles(dataDir);
+  const toggles = readToggles(dataDir, (line) => logger.warn(line));
   const providers = options.providers ?? createProviders(config, logger.child({ component: 'llm' }), toggles);
   await providers.createVad(); // fail at startup, not at the first hello
   mkdirSync(dataDir, { recursive: true });
@@ -70,7 +73,13 @@ export async function startVoiceServer(
   let wsPort = config.server.ws_port;
   let httpPort = config.server.http_port;
 
-  const app = createHttpApp({ logger: logger.child({ component: 'voice-http' }) });
+  const metrics = new VoiceMetrics(() => registry.list().length, providers.asr);
+  const onLimit = (limit: LimitName) => metrics.limitHit(limit);
+  const app = createHttpApp({
+    logger: logger.child({ component: 'voice-http' }),
+    limits: config.limits,
+    onLimit,
+  });
   registerDeviceCors(app, [...OTA_ROUTES, VISION_PATH]);
   registerOtaRoutes(app, {
     firmware: new FirmwareStore(join(dataDir, 'firmware')),
@@ -95,7 +104,13 @@ export async function startVoiceServer(
   await refreshSongs();
   const songTimer = setInterval(() => void refreshSongs(), 10_000);
   songTimer.unref();
-  registerAdminAuth(app, config.voice_admin);
+  const adminToken = voiceAdminToken(config.voice_admin.token, dataDir);
+  const adminAuth: VoiceAdminAuthOptions = {
+    token: adminToken.token,
+    tokenRequired: adminToken.source === 'env',
+    allow: config.voice_admin.allow,
+  };
+  registerAdminAuth(app, adminAuth);
   registerAdminRoutes(app, {
     registry,
     toggles,
@@ -145,7 +160,6 @@ export async function startVoiceServer(
   const wsLogger = logger.child({ component: 'voice-ws' });
   const relay = new PerceptionRelay({ bridgeUrl: config.bridge.url, logger: wsLogger });
   const turnRelay = new TurnRelay({ bridgeUrl: config.bridge.url, logger: wsLogger, maxQueue: 100 });
-  const metrics = new VoiceMetrics(() => registry.list().length, providers.asr);
   registerMetricsRoute(app, metrics);
   const storyLlm = new AgentLlm({
     url: `${config.bridge.url.replace(/\/+$/, '')}/api/story/stream`,
@@ -154,6 +168,8 @@ export async function startVoiceServer(
   });
   const wsServer = createWsListener({
     logger: wsLogger,
+    limits: config.limits,
+    onLimit,
     ...(authSecret ? { authSecret } : {}),
     onConnection: (socket, info, request) => {
       const host = config.server.public_host || hostnameOf(request.headers.host);
@@ -164,6 +180,9 @@ export async function startVoiceServer(
         helloTimeoutMs: config.server.hello_timeout_sec * 1000,
         idleTimeoutMs: config.server.idle_timeout_sec * 1000,
         maxFrameBytes: config.server.max_frame_bytes,
+        maxTools: config.limits.mcp_max_tools,
+        maxToolListBytes: config.limits.mcp_max_tool_list_bytes,
+        onLimit,
         mcpTimeoutMs: config.mcp.timeout_ms,
         downlinkSampleRate: DOWNLINK_SAMPLE_RATE,
         downlinkFrameMs: DOWNLINK_FRAME_MS,
@@ -240,6 +259,7 @@ export async function startVoiceServer(
     onSession: (listener) => sessionListeners.push(listener),
     relay,
     metrics,
+    admin: { token: adminToken.token, access: describeAdminAccess(adminAuth, adminToken.source) },
     async close() {
       clearInterval(songTimer);
       relay.close();

@@ -3,6 +3,7 @@
 import { randomBytes, randomUUID } from 'node:crypto';
 import { EventEmitter } from 'node:events';
 import type { RawData, WebSocket } from 'ws';
+import { DEFAULT_LIMITS } from '../config/schema.js';
 import {
   type BinaryVersion,
   type DeviceHello,
@@ -17,6 +18,7 @@ import {
   parseDeviceFrame,
   type ServerFrame,
 } from '../protocol/index.js';
+import type { LimitName } from '../util/http-app.js';
 import { type Logger, ThrottledLog } from '../util/log.js';
 import type { RegisteredDevice } from './registry.js';
 
@@ -41,6 +43,11 @@ export interface SessionOptions {
   downlinkFrameMs: number;
   /** Above this many bytes queued in the socket, audio is dropped rather than buffered without bound. */
   maxBufferedBytes?: number;
+  /** MCP tools kept per list, and their JSON bytes (default `limits.mcp_max_tools` / `mcp_max_tool_list_bytes`). */
+  maxTools?: number;
+  maxToolListBytes?: number;
+  /** Told of a hello timeout or a cut tool list, for `deskbot_voice_limit_refusals_total{limit}`. */
+  onLimit?: (limit: LimitName) => void;
 }
 
 export interface SessionEvents {
@@ -105,6 +112,7 @@ export class DeviceSession extends EventEmitter<SessionEvents> implements Regist
     socket.on('error', (error) => this.log.warn({ err: error.message }, 'device socket error'));
     this.helloTimer = setTimeout(() => {
       this.log.warn({ timeoutMs: options.helloTimeoutMs }, 'device sent no hello; closing');
+      options.onLimit?.('hello_timeout');
       this.close(4000, 'no hello');
     }, options.helloTimeoutMs);
     this.resetIdleTimer();
@@ -263,8 +271,8 @@ export class DeviceSession extends EventEmitter<SessionEvents> implements Regist
           'device did not answer MCP initialize; listing tools anyway',
         );
       }
-      this.tools = await this.mcp.listTools(false);
-      const all = await this.mcp.listTools(true);
+      this.tools = await this.listTools(false);
+      const all = await this.listTools(true);
       const regular = new Set(this.tools.map((tool) => tool.name));
       this.userTools = all.filter((tool) => !regular.has(tool.name));
       this.log.info(
@@ -277,6 +285,23 @@ export class DeviceSession extends EventEmitter<SessionEvents> implements Regist
     } finally {
       this.markToolsKnown();
     }
+  }
+
+  /** One capped tools/list walk; a cut list is logged once and counted (a device once declared 15,120). */
+  private async listTools(withUserTools: boolean): Promise<McpTool[]> {
+    const caps = {
+      maxTools: this.options.maxTools ?? DEFAULT_LIMITS.mcp_max_tools,
+      maxBytes: this.options.maxToolListBytes ?? DEFAULT_LIMITS.mcp_max_tool_list_bytes,
+    };
+    const { tools, cut } = await this.mcp.listToolsCapped(withUserTools, caps);
+    if (cut) {
+      this.log.warn(
+        { kept: tools.length, withUserTools, ...caps },
+        `device MCP tool list over its ${cut === 'tools' ? 'tool' : 'byte'} cap; kept what fits`,
+      );
+      this.options.onLimit?.(cut === 'tools' ? 'mcp_tools' : 'mcp_tool_bytes');
+    }
+    return tools;
   }
 
   private reject(code: string, message: string): void {

@@ -4,8 +4,15 @@ import { createServer, type IncomingMessage, type Server } from 'node:http';
 import type { Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
 import { WebSocketServer } from 'ws';
+import { DEFAULT_LIMITS, type Limits } from '../config/schema.js';
 import { isBinaryVersion, normaliseDeviceId } from '../protocol/index.js';
-import { writeClientError } from '../util/http-app.js';
+import {
+  applyHttpTimeouts,
+  connectionsMessage,
+  guardConnections,
+  type LimitName,
+  writeClientError,
+} from '../util/http-app.js';
 import type { Logger } from '../util/log.js';
 import { verifyDeviceToken } from './device-token.js';
 import type { ConnectInfo } from './session.js';
@@ -19,6 +26,10 @@ export interface WsListenerOptions {
   /** When set, upgrades must carry a valid per-device token (DESIGN §3). */
   authSecret?: string;
   onConnection: (socket: import('ws').WebSocket, info: ConnectInfo, request: IncomingMessage) => void;
+  /** `limits.ws_max_connections*` and the `http_*` timeouts; missing keys take the schema defaults. */
+  limits?: Partial<Limits>;
+  /** Told of every limit hit, for `deskbot_voice_limit_refusals_total{limit}`. */
+  onLimit?: (limit: LimitName) => void;
 }
 
 export type UpgradeDecision =
@@ -125,7 +136,16 @@ export function createWsListener(options: WsListenerOptions): Server {
     maxPayload: WS_MAX_PAYLOAD_BYTES,
     perMessageDeflate: false,
   });
-  const server = createServer((_req, res) => {
+  const limits = { ...DEFAULT_LIMITS, ...options.limits };
+  const server = createServer((req, res) => {
+    const broken = verdict(req.socket);
+    if (broken) {
+      res.writeHead(503, { 'content-type': 'application/json', connection: 'close' });
+      res.end(
+        JSON.stringify({ error: { code: 'too_many_connections', message: connectionsMessage(broken) } }),
+      );
+      return;
+    }
     res.writeHead(426, { 'content-type': 'application/json', upgrade: 'websocket' });
     res.end(
       JSON.stringify({
@@ -133,8 +153,23 @@ export function createWsListener(options: WsListenerOptions): Server {
       }),
     );
   });
+  applyHttpTimeouts(server, limits);
+  // Every TCP connection counts, upgraded or not: ~1,000 sockets that never said hello exhausted a 1,024
+  // descriptor limit. The pre-hello deadline (server.hello_timeout_sec) frees the ones under the caps.
+  const verdict = guardConnections(server, {
+    maxConnections: limits.ws_max_connections,
+    maxPerAddress: limits.ws_max_connections_per_address,
+    graceMs: limits.over_limit_grace_ms,
+    onLimit: (cap) => options.onLimit?.(`ws_${cap}`),
+  });
   server.on('upgrade', (request: IncomingMessage, socket: Duplex, head: Buffer) => {
     socket.on('error', () => socket.destroy());
+    const broken = verdict(request.socket);
+    if (broken) {
+      options.logger.warn({ limit: broken, remote: request.socket.remoteAddress }, 'upgrade refused');
+      refuse(socket, 503, 'too_many_connections', connectionsMessage(broken));
+      return;
+    }
     const decision = decideUpgrade(request, options.authSecret);
     if (!decision.ok) {
       options.logger.warn(
@@ -151,15 +186,21 @@ export function createWsListener(options: WsListenerOptions): Server {
       options.onConnection(ws, decision.info, request);
     });
   });
-  // Malformed HTTP on the device port gets the error shape too, not node's bare 400.
-  server.on('clientError', (error, socket) => writeClientError(error, socket as Socket));
+  // Malformed HTTP on the device port gets the error shape too, not node's bare 400 (a slowloris its 408).
+  server.on('clientError', (error, socket) => {
+    if ((error as { code?: string }).code === 'ERR_HTTP_REQUEST_TIMEOUT')
+      options.onLimit?.('request_timeout');
+    writeClientError(error, socket as Socket);
+  });
   server.on('close', () => wss.close());
   return server;
 }
 
 function refuse(socket: Duplex, status: number, code: string, message: string): void {
   const body = JSON.stringify({ error: { code, message } });
-  const reason = { 400: 'Bad Request', 401: 'Unauthorized', 404: 'Not Found' }[status] ?? 'Error';
+  const reason =
+    { 400: 'Bad Request', 401: 'Unauthorized', 404: 'Not Found', 503: 'Service Unavailable' }[status] ??
+    'Error';
   socket.end(
     `HTTP/1.1 ${status} ${reason}\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,
   );

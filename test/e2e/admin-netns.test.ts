@@ -146,3 +146,87 @@ describe('voice /device/admin/* with VOICE_ADMIN_ALLOW=127.0.0.0/8', () => {
     expectErrorShape(await request(voice!.httpUrl, 'GET', '/device/admin/xyz'), 404, 'not_found');
   });
 });
+
+// Nothing configured (the default): the voice server made its own token in DATA_DIR. Admin routes are locked to
+// this machine; another host needs the token; the toggles pass only with the token the bridge holds.
+describe('voice /device/admin/* with nothing configured (locked by default)', () => {
+  let open: TestVoice | undefined;
+  let sameHostBridge: RunningBridge | undefined;
+  const ADMIN_ROUTES: Array<[string, string, string?]> = [
+    ['GET', '/device/admin/devices'],
+    ['GET', '/device/admin/songs'],
+    ['POST', '/device/admin/say', '{"text":"hi"}'],
+    ['POST', '/device/admin/inject-text', '{"text":"hi"}'],
+    ['POST', '/device/admin/abort', '{}'],
+    ['POST', '/device/admin/set-state', '{"state":"security"}'],
+    ['POST', '/device/admin/set-toggle', '{"name":"kid_mode","enabled":false}'],
+    [
+      'POST',
+      '/device/admin/set-tier1slim-model',
+      '{"model":"m","url":"http://203.0.113.1/v1","api_key":"k"}',
+    ],
+    ['POST', '/device/admin/capture-audio', '{"seconds":1}'],
+    ['POST', '/device/admin/take-photo', '{}'],
+    ['POST', '/device/admin/set-head-angles', '{"yaw":10}'],
+    ['POST', '/device/admin/play-asset', '{"name":"purr"}'],
+    ['POST', '/device/admin/set-face-identified', '{}'],
+    ['GET', '/device/admin/xyz'],
+    ['GET', '//device//%61dmin/devices'],
+  ];
+  const remote = (path: string) => `http://${ns!.hostAddress}:${open!.voice.httpPort}${path}`;
+
+  beforeAll(async () => {
+    open = await startTestVoice({ server: { bind_host: '0.0.0.0' } });
+    // A one-host install: the bridge shares DATA_DIR with the voice server and reads its token from there.
+    sameHostBridge = await startTestBridge(
+      { bridge: { voice_url: open.httpUrl } },
+      { dataDir: open.dataDir, agentCommand: DEAD_AGENT },
+    );
+  }, 60_000);
+  afterAll(async () => {
+    await Promise.allSettled([sameHostBridge?.bridge.close(), open?.close()]);
+  });
+
+  it.each(ADMIN_ROUTES)(
+    '%s %s from another host → 401 without the token, past the guard with it',
+    async (method, path, body) => {
+      const refused = await ns!.curl(remote(path), { method, ...(body ? { body } : {}) });
+      expectErrorShape(refused, 401, 'unauthorized');
+      const allowed = await ns!.curl(remote(path), {
+        method,
+        headers: { Authorization: `Bearer ${open!.voice.admin.token}` },
+        ...(body ? { body } : {}),
+      });
+      expect(allowed.status, allowed.text).not.toBe(401);
+      expect(allowed.status, allowed.text).not.toBe(403);
+    },
+  );
+
+  it('the model URL stays ours: set-tier1slim-model from another host changes nothing', async () => {
+    const before = (await request(open!.httpUrl, 'GET', '/device/admin/devices')).status;
+    expect(before).toBe(200);
+    const reply = await ns!.curl(remote('/device/admin/set-tier1slim-model'), {
+      body: '{"model":"evil","url":"http://203.0.113.66/v1","api_key":"k"}',
+    });
+    expectErrorShape(reply, 401, 'unauthorized');
+    expect(JSON.stringify(open!.voice.providers.llm)).not.toContain('203.0.113.66');
+  });
+
+  it('set-toggle (kid_mode, smart_mode) is refused from loopback too unless it comes from the bridge', async () => {
+    for (const name of ['kid_mode', 'smart_mode']) {
+      const direct = await request(open!.httpUrl, 'POST', '/device/admin/set-toggle', {
+        name,
+        enabled: true,
+      });
+      expectErrorShape(direct, 401, 'unauthorized');
+    }
+    expect(open!.voice.toggles.kid_mode).toBe(false);
+    // Other admin routes still answer loopback callers without a token.
+    expect((await request(open!.httpUrl, 'GET', '/device/admin/devices')).status).toBe(200);
+    // Through the bridge (which read the token from the shared DATA_DIR) the flip gets through.
+    const viaBridge = await request(sameHostBridge!.url, 'POST', '/admin/kid-mode', { enabled: true });
+    expect(viaBridge.status, viaBridge.text).toBe(200);
+    expect(viaBridge.json.push_error ?? '').not.toMatch(/401|unauthori[sz]ed|token/i);
+    expect(open!.voice.toggles.kid_mode).toBe(true);
+  });
+});

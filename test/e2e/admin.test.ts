@@ -30,7 +30,8 @@ afterAll(async () => {
 async function post(path: string, body: unknown) {
   const response = await fetch(`${t.httpUrl}/device/admin/${path}`, {
     method: 'POST',
-    headers: { 'content-type': 'application/json' },
+    // The bridge's token: set-toggle is accepted only from the bridge.
+    headers: { 'content-type': 'application/json', authorization: `Bearer ${t.voice.admin.token}` },
     body: typeof body === 'string' ? body : JSON.stringify(body),
   });
   return { status: response.status, json: (await response.json()) as any };

@@ -51,7 +51,8 @@ async function ask(robot: VirtualRobot, text: string): Promise<void> {
 async function post(path: string, body: unknown) {
   const response = await fetch(`${t.httpUrl}/device/admin/${path}`, {
     method: 'POST',
-    headers: { 'content-type': 'application/json' },
+    // The bridge's token: set-toggle is accepted only from the bridge.
+    headers: { 'content-type': 'application/json', authorization: `Bearer ${t.voice.admin.token}` },
     body: JSON.stringify(body),
   });
   return { status: response.status, json: (await response.json()) as any };
@@ -228,7 +229,7 @@ describe.each([
     await eventually(() => server.voice.registry.get(robot.deviceId));
     const flip = await fetch(`${server.httpUrl}/device/admin/set-toggle`, {
       method: 'POST',
-      headers: { 'content-type': 'application/json' },
+      headers: { 'content-type': 'application/json', authorization: `Bearer ${server.voice.admin.token}` },
       body: JSON.stringify({ name: 'smart_mode', enabled: true }),
     });
     expect(flip.status).toBe(200);

@@ -98,8 +98,7 @@ describe('CidrList.contains', () => {
 
 describe('voice admin guard', () => {
   it.each([
-    // [token, allow, peer, authorization, status]
-    ['', [], '203.0.113.9', undefined, 200],
+    // [configured token, allow, peer, authorization, status]: a configured token is required from anyone.
     ['t0k', [], '127.0.0.1', undefined, 401],
     ['t0k', [], '127.0.0.1', 'Bearer t0k', 200],
     ['t0k', [], '127.0.0.1', 'bearer t0k', 200],
@@ -111,15 +110,40 @@ describe('voice admin guard', () => {
     ['t0k', [], '127.0.0.1', 't0k', 401],
     ['t0k', [], '127.0.0.1', 'Bearer', 401],
     ['t0k', [], '127.0.0.1', 'Bearer t0k extra', 401],
-    ['', ['10.0.0.0/8'], '127.0.0.1', undefined, 403],
-    ['', ['127.0.0.0/8'], '::ffff:127.0.0.1', undefined, 200],
     // The address rule comes first: an outsider with the right token is still refused.
     ['t0k', ['10.0.0.0/8'], '127.0.0.1', 'Bearer t0k', 403],
     ['t0k', ['127.0.0.0/8'], '127.0.0.1', undefined, 401],
-  ])('token %j allow %j from %s with %j → %i', (token, allow, peer, authorization, status) => {
-    const verdict = createAdminGuard({ token, allow })(peer, authorization);
+  ])('configured token %j allow %j from %s with %j → %i', (token, allow, peer, authorization, status) => {
+    const verdict = createAdminGuard({ token, tokenRequired: true, allow })(peer, authorization);
     expect(verdict.ok ? 200 : verdict.status).toBe(status);
   });
+
+  it.each([
+    // [allow, peer, authorization, bridge-only route, status] with the generated token "gen" (nothing configured).
+    [[], '127.0.0.1', undefined, false, 200],
+    [[], '::1', undefined, false, 200],
+    [[], '::ffff:127.0.0.1', undefined, false, 200],
+    // Locked by default: another host needs the token.
+    [[], '203.0.113.9', undefined, false, 401],
+    [[], '192.168.1.20', 'Bearer nope', false, 401],
+    [[], '192.168.1.20', 'Bearer gen', false, 200],
+    // The toggles only through the bridge (the token holder), loopback included.
+    [[], '127.0.0.1', undefined, true, 401],
+    [[], '127.0.0.1', 'Bearer gen', true, 200],
+    // VOICE_ADMIN_ALLOW alone replaces the loopback rule.
+    [['10.0.0.0/8'], '127.0.0.1', undefined, false, 403],
+    [['10.0.0.0/8'], '10.1.2.3', undefined, false, 200],
+    [['127.0.0.0/8'], '::ffff:127.0.0.1', undefined, false, 200],
+    [['10.0.0.0/8'], '10.1.2.3', undefined, true, 401],
+  ])(
+    'default: allow %j from %s with %j (bridge-only %s) → %i',
+    (allow, peer, authorization, bridgeOnly, status) => {
+      const verdict = createAdminGuard({ token: 'gen', tokenRequired: false, allow })(peer, authorization, {
+        bridgeOnly,
+      });
+      expect(verdict.ok ? 200 : verdict.status).toBe(status);
+    },
+  );
 });
 
 describe('normalisePath (what the router matches)', () => {

@@ -101,13 +101,13 @@ describe('MemoryStore.replaceMemoryFile', () => {
 });
 
 describe('TogglesStore after a crash', () => {
-  it('a torn toggles.json (not written by it) reads as both off; the next change rewrites it whole', async () => {
+  it('a torn toggles.json (not written by it, no last good copy) reads as kid mode ON (fail safe); the next change rewrites it whole', async () => {
     mkdirSync(join(dir, 'state'));
     writeFileSync(togglesPath(dir), '{\n  "kid_mode": tr');
-    const store = new TogglesStore(dir);
-    expect(store.get()).toEqual({ kid_mode: false, smart_mode: false });
+    const store = new TogglesStore(dir, () => undefined);
+    expect(store.get()).toEqual({ kid_mode: true, smart_mode: false });
     await store.set('smart_mode', true);
-    expect(JSON.parse(read('state', 'toggles.json'))).toEqual({ kid_mode: false, smart_mode: true });
+    expect(JSON.parse(read('state', 'toggles.json'))).toEqual({ kid_mode: true, smart_mode: true });
     noTemps('state');
   });
 

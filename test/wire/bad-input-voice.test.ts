@@ -62,7 +62,13 @@ const ROUTES: Row[] = [
   { method: 'POST', route: '/device/admin/take-photo', wrongTypes: { question: 5 } },
   { method: 'POST', route: '/device/admin/set-head-angles', wrongTypes: { yaw: 'left', pitch: true } },
   { method: 'POST', route: '/device/admin/set-state', wrongTypes: { state: 3 } },
-  { method: 'POST', route: '/device/admin/set-toggle', wrongTypes: { name: 'kid_mode', enabled: 'yes' } },
+  {
+    method: 'POST',
+    route: '/device/admin/set-toggle',
+    // Only the bridge (the token holder) may flip a toggle; the body is judged once past that.
+    gate: () => ({ authorization: `Bearer ${t.voice.admin.token}` }),
+    wrongTypes: { name: 'kid_mode', enabled: 'yes' },
+  },
   { method: 'POST', route: '/device/admin/capture-audio', wrongTypes: { seconds: 'five' } },
   {
     method: 'POST',

@@ -85,12 +85,30 @@ if (!iteratorProto[BUDGET]) {
   iteratorProto[BUDGET] = true;
 }
 
+/**
+ * What ical.js's parser complained about, without the line it quotes: a feed is often private (a secret URL's
+ * content), and the reason goes to the log, /api/calendar status and the dashboard. Unknown messages are not
+ * passed through at all, as any of them might quote the feed.
+ */
+const PARSE_FAILURES: Array<[RegExp, string]> = [
+  [/^invalid line \(no token/, 'a line is neither a property nor a component (no ":" or ";")'],
+  [/no matching double quote/, 'a parameter value has an unclosed double quote'],
+  [/^Invalid parameters/, 'a property has invalid parameters'],
+  [/^Missing parameter value/, 'a parameter has no value'],
+  [/^Empty parameter name/, 'a parameter has no name'],
+  [/component began but did not end/, 'a component (BEGIN) is never closed (END)'],
+];
+
+function parseFailure(message: string): string {
+  return PARSE_FAILURES.find(([pattern]) => pattern.test(message))?.[1] ?? 'the file structure is broken';
+}
+
 export function parseIcs(text: string): ParsedCalendar {
   let jcal: unknown;
   try {
     jcal = ICAL.parse(text.replace(/^\uFEFF/, ''));
   } catch (error) {
-    throw new IcsError(`not a valid iCalendar file: ${clip((error as Error).message)}`);
+    throw new IcsError(`not a valid iCalendar file: ${parseFailure((error as Error).message)}`);
   }
   // Several VCALENDARs in one file parse to a list of them.
   const roots = Array.isArray(jcal) && Array.isArray(jcal[0]) ? (jcal as unknown[][]) : [jcal as unknown[]];
@@ -330,5 +348,3 @@ const wallAsUtcMs = (time: IcalTime): number => {
   const wall = wallOf(time);
   return Date.UTC(wall.year, wall.month - 1, wall.day, wall.hour, wall.minute, wall.second);
 };
-
-const clip = (text: string, max = 120): string => (text.length > max ? `${text.slice(0, max - 1)}…` : text);

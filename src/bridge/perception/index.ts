@@ -1,6 +1,7 @@
 // The perception layer put together: device state, bus, the six consumers and the dashboard stream.
 // `ingest(event)` is what POST /api/perception/event calls: the device state is updated first (so a consumer
 // reading the robot state sees at least this event), then the event is published.
+import { DEFAULT_LIMITS, type Limits } from '../../config/schema.js';
 import type { Logger } from '../../util/log.js';
 import type { VoiceClient } from '../voice-client.js';
 import { type BusOptions, PerceptionBus, type PerceptionEvent } from './bus.js';
@@ -68,6 +69,8 @@ export interface PerceptionOptions {
   onIngest?: (event: PerceptionEvent) => void;
   /** Event names streamed to the dashboard (default: every event). */
   streamFilter?: (event: PerceptionEvent) => boolean;
+  /** `limits.perception_event_*` and `limits.sse_max_streams_per_address`; missing keys take the defaults. */
+  limits?: Partial<Limits>;
 }
 
 export interface Perception {
@@ -75,6 +78,8 @@ export interface Perception {
   readonly devices: DeviceStateStore;
   readonly sse: SseHub;
   readonly consumers: Consumers;
+  /** The limits the routes apply (event body, keys, depth). */
+  readonly limits: Limits;
   /** Applies the event to the device state, then publishes it. Never throws. */
   ingest(event: PerceptionEvent): void;
   /** Stops the consumers (timers cleared), closes the stream hub and the bus. Idempotent. */
@@ -86,8 +91,10 @@ export function createPerception(options: PerceptionOptions): Perception {
   const logger = options.logger;
   const devices = new DeviceStateStore({ now: () => clock.now(), ...options.devices });
   const bus = new PerceptionBus({ ...(logger ? { logger } : {}), ...options.bus });
+  const limits = { ...DEFAULT_LIMITS, ...options.limits };
   const sse = new SseHub({
     clock,
+    maxPerAddress: limits.sse_max_streams_per_address,
     ...(logger ? { logger } : {}),
     welcome: () => [{ event: 'snapshot', data: { devices: devices.snapshot() } }],
     ...options.sse,
@@ -118,6 +125,7 @@ export function createPerception(options: PerceptionOptions): Perception {
     devices,
     sse,
     consumers,
+    limits,
     ingest(event) {
       if (stopped) return;
       options.onIngest?.(event);

@@ -9,15 +9,19 @@ import type { Perception } from './index.js';
 export const PERCEPTION_STREAM_PATH = '/api/perception/stream';
 
 export function registerPerceptionRoutes(app: FastifyInstance, perception: Perception): void {
-  app.post('/api/perception/event', async (request) => {
-    perception.ingest(parsePerceptionEvent(request.body));
+  const { limits } = perception;
+  const shape = { maxKeys: limits.perception_event_max_keys, maxDepth: limits.perception_event_max_depth };
+  // A small body limit of its own: a 1 MiB event once held the event loop for over a second.
+  app.post('/api/perception/event', { bodyLimit: limits.perception_event_max_bytes }, async (request) => {
+    perception.ingest(parsePerceptionEvent(request.body, Date.now(), shape));
     return { ok: true };
   });
 
   app.get('/api/perception/devices', async () => ({ devices: perception.devices.snapshot() }));
 
-  app.get(PERCEPTION_STREAM_PATH, async (_request, reply) => {
-    perception.sse.attach(reply);
+  app.get(PERCEPTION_STREAM_PATH, async (request, reply) => {
+    // The TCP peer, never X-Forwarded-For (fastify's trustProxy is off): a header cannot evict others.
+    perception.sse.attach(reply, request.socket.remoteAddress ?? '');
   });
 
   // Open event streams would hold app.close() up; end them (and the consumers' timers) first.

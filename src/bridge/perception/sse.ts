@@ -1,8 +1,11 @@
 // Server-sent events for the dashboard mirror (SPEC "Events" 3). Frames are `event: <name>\ndata: <json>\n\n`,
 // a `: ping` comment every 15 s keeps proxies from closing an idle stream, and each client may have at most
 // `maxBufferedBytes` waiting in its socket: a client that falls further behind is dropped (it reconnects
-// and gets a fresh snapshot) instead of being buffered forever. At most `maxClients` streams at once.
+// and gets a fresh snapshot) instead of being buffered forever. At most `maxClients` streams at once, and
+// `maxPerAddress` from one address: there a new stream closes that address's oldest, because a reloading
+// page opens a new stream before the old one's close is noticed (16 reloads once locked the dashboard out).
 import type { Clock } from '../../audio/pacer.js';
+import { DEFAULT_LIMITS } from '../../config/schema.js';
 import { type Logger, silentLogger } from '../../util/log.js';
 
 /** The part of a Node ServerResponse the hub uses (a fastify `reply.raw`). */
@@ -36,6 +39,8 @@ export interface SseHubOptions {
   heartbeatMs?: number;
   /** Concurrent streams (default 16); the next one gets 503 `too_many_clients`. */
   maxClients?: number;
+  /** Streams per remote address; a new one closes the oldest of that address (default `limits.sse_max_streams_per_address`). */
+  maxPerAddress?: number;
   /** A client with more than this many bytes not yet flushed is dropped (default 256 KiB). */
   maxBufferedBytes?: number;
   /** `retry:` hint sent first, ms (default 3000). */
@@ -51,12 +56,15 @@ export interface SseStats {
   refused: number;
   /** Clients dropped because they fell behind. */
   droppedSlow: number;
+  /** Streams closed to make room for a newer one from the same address. */
+  evicted: number;
   events: number;
 }
 
 interface Client {
   id: number;
   stream: SseStream;
+  address: string;
   /** Bytes written since the stream last reported backpressure cleared (our own count when it has none). */
   pending: number;
   blocked: boolean;
@@ -83,26 +91,29 @@ export class SseHub {
   private readonly clock: Clock;
   private readonly heartbeatMs: number;
   private readonly maxClients: number;
+  private readonly maxPerAddress: number;
   private readonly maxBuffered: number;
   private readonly logger: Logger;
   private heartbeat: unknown = null;
   private nextId = 0;
   private closed = false;
-  private readonly counters = { attached: 0, refused: 0, droppedSlow: 0, events: 0 };
+  private readonly counters = { attached: 0, refused: 0, droppedSlow: 0, evicted: 0, events: 0 };
 
   constructor(private readonly options: SseHubOptions = {}) {
     this.clock = options.clock ?? defaultTimers;
     this.heartbeatMs = options.heartbeatMs ?? 15_000;
     this.maxClients = options.maxClients ?? 16;
+    this.maxPerAddress = options.maxPerAddress ?? DEFAULT_LIMITS.sse_max_streams_per_address;
     this.maxBuffered = options.maxBufferedBytes ?? 256 * 1024;
     this.logger = options.logger ?? silentLogger;
   }
 
   /**
    * Starts a stream on a fastify reply (hijacked here) or a raw response. Returns a function that closes
-   * this client, or null when refused (hub full or closed: 503 in the DESIGN §2 error shape).
+   * this client, or null when refused (hub full or closed: 503 in the DESIGN §2 error shape). `address` is
+   * the peer's; its oldest stream is closed first when it already has `maxPerAddress`.
    */
-  attach(target: SseReply | SseStream): (() => void) | null {
+  attach(target: SseReply | SseStream, address = ''): (() => void) | null {
     let stream: SseStream;
     if ('raw' in target && typeof (target as SseReply).hijack === 'function') {
       (target as SseReply).hijack();
@@ -110,6 +121,7 @@ export class SseHub {
     } else {
       stream = target as SseStream;
     }
+    this.evictOldest(address);
     if (this.closed || this.clients.size >= this.maxClients) {
       this.counters.refused++;
       stream.writeHead(503, { 'content-type': 'application/json; charset=utf-8', 'retry-after': '5' });
@@ -120,7 +132,7 @@ export class SseHub {
       );
       return null;
     }
-    const client: Client = { id: ++this.nextId, stream, pending: 0, blocked: false };
+    const client: Client = { id: ++this.nextId, stream, address, pending: 0, blocked: false };
     this.clients.set(client.id, client);
     this.counters.attached++;
     stream.on('close', () => this.remove(client));
@@ -173,6 +185,19 @@ export class SseHub {
     this.closed = true;
     for (const client of [...this.clients.values()]) this.drop(client, false);
     this.disarmHeartbeat();
+  }
+
+  /** Makes room for one more stream from `address` by closing its oldest (Map order is attach order). */
+  private evictOldest(address: string): void {
+    const mine = [...this.clients.values()].filter((client) => client.address === address);
+    for (const client of mine.slice(0, Math.max(0, mine.length - this.maxPerAddress + 1))) {
+      this.counters.evicted++;
+      this.logger.info(
+        { client: client.id, address },
+        'event stream replaced by a newer one from its address',
+      );
+      this.drop(client, false);
+    }
   }
 
   private welcomeEvents(): SseEvent[] {

@@ -3,6 +3,9 @@
 import { type Endpoint, ProviderError, request } from '../openai-client.js';
 import type { LlmProvider, LlmTurn } from './types.js';
 
+/** Spoken when the bridge refuses the turn for load (503 busy): short, honest, and different from a failure. */
+export const AGENT_BUSY_REPLY = "😐 I'm a bit busy right now. Please ask me again in a moment.";
+
 export interface AgentLlmOptions {
   /** Full URL of the streaming endpoint, e.g. http://localhost:8080/api/message/stream */
   url: string;
@@ -23,16 +26,27 @@ export class AgentLlm implements LlmProvider {
     const content = [...turn.history].reverse().find((m) => m.role === 'user')?.content ?? '';
     const ms = this.options.timeoutSec * 1000;
     const endpoint: Endpoint = { url: this.options.url };
-    const { response, controller } = await request(
-      endpoint,
-      '',
-      {
-        body: JSON.stringify({ content, channel: this.options.channel, session_id: turn.sessionId }),
-        headers: { 'Content-Type': 'application/json' },
-        signal: turn.signal,
-      },
-      { responseMs: ms, totalMs: ms },
-    );
+    let opened: Awaited<ReturnType<typeof request>>;
+    try {
+      opened = await request(
+        endpoint,
+        '',
+        {
+          body: JSON.stringify({ content, channel: this.options.channel, session_id: turn.sessionId }),
+          headers: { 'Content-Type': 'application/json' },
+          signal: turn.signal,
+        },
+        { responseMs: ms, totalMs: ms },
+      );
+    } catch (error) {
+      // Too many conversations at once: say so, rather than the generic apology for a broken model.
+      if (error instanceof ProviderError && error.status === 503) {
+        yield AGENT_BUSY_REPLY;
+        return;
+      }
+      throw error;
+    }
+    const { response, controller } = opened;
     let yielded = false;
     try {
       for await (const line of ndjsonLines(response)) {

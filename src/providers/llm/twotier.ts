@@ -50,8 +50,8 @@ export class TwoTierLlm implements LlmProvider {
   private personaMissingLogged = false;
 
   constructor(private readonly options: TwoTierOptions) {
-    this.local = { ...options.local };
-    this.cloud = { ...options.cloud };
+    this.local = withTrimmedKey(options.local);
+    this.cloud = withTrimmedKey(options.cloud);
     this.smart = false;
     if (options.smartMode) {
       try {
@@ -90,16 +90,17 @@ export class TwoTierLlm implements LlmProvider {
     this.smart = on;
   }
 
-  /** set-tier1slim-model: replaces the live endpoint; a blank key never replaces a non-empty one. */
+  /** set-tier1slim-model: replaces the live endpoint; a blank key (whitespace only counts as blank) never
+   *  replaces a non-empty one, so a flip fails fast instead of looping on 401. */
   hotSwap(next: { model: string; url: string; apiKey: string }): void {
     const current = this.smart ? this.cloud : this.local;
-    if (!next.apiKey && current.apiKey) {
+    const swapped = withTrimmedKey({ url: next.url, apiKey: next.apiKey, model: next.model });
+    if (!swapped.apiKey && current.apiKey) {
       throw new ProviderConfigError(
         'blank_api_key',
         'refusing to replace a non-empty api_key with a blank one',
       );
     }
-    const swapped = { url: next.url, apiKey: next.apiKey, model: next.model };
     if (this.smart) this.cloud = swapped;
     else this.local = swapped;
   }
@@ -196,4 +197,10 @@ export class TwoTierLlm implements LlmProvider {
     }
     return readFileSync(file, 'utf8');
   }
+}
+
+/** Keys are sent as `Bearer <key>`: surrounding whitespace is never part of one, and a key of only
+ *  whitespace is no key (no Authorization header at all rather than an empty bearer). */
+function withTrimmedKey(endpoint: ModelEndpoint): ModelEndpoint {
+  return { ...endpoint, apiKey: endpoint.apiKey.trim() };
 }
