@@ -113,6 +113,10 @@ export function guardConnections(server: Server, caps: ConnectionCaps): Connecti
   const perAddress = new Map<string, number>();
   const over = new WeakMap<Socket, ConnectionCap>();
   let total = 0;
+  // Over-cap sockets waiting for their courtesy 503. Each holds a descriptor: a flood of 1,000 idle sockets held
+  // for the grace period exhausted a 1,024 limit and reset fresh clients (bench --only sockets). Past this
+  // many, an over-cap connection is closed at once, without an answer.
+  let awaitingRefusal = 0;
   server.prependListener('connection', (socket: Socket) => {
     const address = socket.remoteAddress ?? '';
     const mine = perAddress.get(address) ?? 0;
@@ -123,11 +127,19 @@ export function guardConnections(server: Server, caps: ConnectionCaps): Connecti
           ? 'connections_per_address'
           : undefined;
     if (broken) {
-      over.set(socket, broken);
       caps.onLimit?.(broken);
+      if (awaitingRefusal >= MAX_AWAITING_REFUSAL) {
+        socket.destroy();
+        return;
+      }
+      over.set(socket, broken);
+      awaitingRefusal++;
       const timer = setTimeout(() => socket.destroy(), caps.graceMs);
       timer.unref();
-      socket.once('close', () => clearTimeout(timer));
+      socket.once('close', () => {
+        clearTimeout(timer);
+        awaitingRefusal--;
+      });
       return;
     }
     total++;
@@ -141,6 +153,9 @@ export function guardConnections(server: Server, caps: ConnectionCaps): Connecti
   });
   return (socket) => over.get(socket);
 }
+
+/** Over-cap connections held at once for their 503 (see guardConnections). */
+export const MAX_AWAITING_REFUSAL = 32;
 
 export function connectionsMessage(broken: ConnectionCap): string {
   return broken === 'connections'

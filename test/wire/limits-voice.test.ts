@@ -8,7 +8,7 @@ import { type AddressInfo, connect, type Socket } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
 import WebSocket from 'ws';
 import { DEFAULT_LIMITS, type Limits, parseConfig } from '../../src/config/index.js';
-import { createHttpApp } from '../../src/util/http-app.js';
+import { createHttpApp, MAX_AWAITING_REFUSAL } from '../../src/util/http-app.js';
 import { silentLogger } from '../../src/util/log.js';
 import { VoiceMetrics } from '../../src/voice/metrics.js';
 import { DeviceSession } from '../../src/voice/session.js';
@@ -143,6 +143,25 @@ describe('device WebSocket listener limits', () => {
     const idle = await rawSocket(port, '127.0.0.8');
     expect((await closedWithin(idle, 2000)).closed).toBe(true);
     expect(await refusals(metrics, 'ws_connections')).toBe(2);
+  });
+
+  it('holds at most MAX_AWAITING_REFUSAL over-cap sockets for their 503; the rest are closed at once', async () => {
+    // A long grace: only the bound can close the extra sockets within the test.
+    const { server } = startListener({ ws_max_connections_per_address: 1, over_limit_grace_ms: 60_000 });
+    const port = await listen(server);
+    await rawSocket(port, '127.0.0.11');
+    const flood = await Promise.all(
+      Array.from({ length: MAX_AWAITING_REFUSAL + 8 }, () => rawSocket(port, '127.0.0.11')),
+    );
+    const outcomes = await Promise.all(flood.map((socket) => closedWithin(socket, 1500)));
+    expect(outcomes.filter((o) => o.closed).length).toBe(8);
+    // With room again among the held ones, an over-cap upgrade gets its 503 answer.
+    const held = flood.filter((_socket, i) => !outcomes[i]!.closed);
+    await new Promise<void>((resolve) => {
+      held[0]!.once('close', () => setTimeout(resolve, 50));
+      held[0]!.destroy();
+    });
+    expect((await upgrade(port, '127.0.0.11')).status).toBe(503);
   });
 
   it('closes a slowloris connection with 408 in the error shape, but never an upgraded session', async () => {
