@@ -108,6 +108,7 @@ export function applyHttpTimeouts(server: Server, limits: Limits): void {
  * Counts a server's TCP connections, in total and per remote address. A connection over a cap is not read
  * further than its first request, which the caller answers 503 `too_many_connections` (using the verdict);
  * one that sends nothing is destroyed after `graceMs`, so a flood of idle sockets cannot hold descriptors.
+ * When the total is full, the oldest connection that never finished a request is closed for the newcomer.
  */
 export function guardConnections(server: Server, caps: ConnectionCaps): ConnectionVerdict {
   const perAddress = new Map<string, number>();
@@ -117,9 +118,18 @@ export function guardConnections(server: Server, caps: ConnectionCaps): Connecti
   // for the grace period exhausted a 1,024 limit and reset fresh clients (bench --only sockets). Past this
   // many, an over-cap connection is closed at once, without an answer.
   let awaitingRefusal = 0;
+  // Admitted connections that have not finished a request (or upgrade) yet, oldest first. A real client finishes
+  // its headers within milliseconds; a socket that sits here is idle or slowloris. When the total cap is full,
+  // the oldest of them makes room for a newcomer, so idle sockets spread over many addresses cannot lock every
+  // new client out until the header timeout.
+  const silent = new Map<Socket, () => void>();
+  const spoke = (socket: Socket) => silent.delete(socket);
+  server.prependListener('request', (request: { socket: Socket }) => spoke(request.socket));
+  server.prependListener('upgrade', (request: { socket: Socket }) => spoke(request.socket));
   server.prependListener('connection', (socket: Socket) => {
     const address = socket.remoteAddress ?? '';
     const mine = perAddress.get(address) ?? 0;
+    if (total >= caps.maxConnections && mine < caps.maxPerAddress) evictOldestSilent();
     const broken: ConnectionCap | undefined =
       total >= caps.maxConnections
         ? 'connections'
@@ -144,13 +154,28 @@ export function guardConnections(server: Server, caps: ConnectionCaps): Connecti
     }
     total++;
     perAddress.set(address, mine + 1);
-    socket.once('close', () => {
+    let released = false;
+    // Once: an evicted socket gives its slot back at once, not when its close event comes.
+    const release = () => {
+      if (released) return;
+      released = true;
+      silent.delete(socket);
       total--;
       const left = (perAddress.get(address) ?? 1) - 1;
       if (left > 0) perAddress.set(address, left);
       else perAddress.delete(address);
-    });
+    };
+    silent.set(socket, release);
+    socket.once('close', release);
   });
+
+  function evictOldestSilent(): void {
+    const oldest = silent.entries().next().value;
+    if (!oldest) return;
+    const [socket, release] = oldest;
+    release();
+    socket.destroy();
+  }
   return (socket) => over.get(socket);
 }
 

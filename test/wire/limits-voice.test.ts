@@ -134,13 +134,24 @@ describe('device WebSocket listener limits', () => {
     expect((await upgrade(port, '127.0.0.4')).status).toBe(101);
   });
 
-  it('caps all addresses together and destroys an over-cap socket that sends nothing', async () => {
+  it('caps all addresses together: silent sockets make room for a newcomer, talking ones do not', async () => {
     const { server, metrics } = startListener({ ws_max_connections: 2, over_limit_grace_ms: 200 });
     const port = await listen(server);
-    await rawSocket(port, '127.0.0.5');
-    await rawSocket(port, '127.0.0.6');
-    expect((await upgrade(port, '127.0.0.7')).status).toBe(503);
-    const idle = await rawSocket(port, '127.0.0.8');
+    // Two sockets that never send a byte (spread over addresses, under the per-address cap) fill the total.
+    const oldest = await rawSocket(port, '127.0.0.5');
+    const older = await rawSocket(port, '127.0.0.6');
+    const oldestClosed = closedWithin(oldest, 2000);
+    // A real device still gets in: the oldest silent socket is closed for it.
+    const first = await upgrade(port, '127.0.0.7');
+    expect(first.status).toBe(101);
+    expect((await oldestClosed).closed).toBe(true);
+    const olderClosed = closedWithin(older, 2000);
+    const second = await upgrade(port, '127.0.0.8');
+    expect(second.status).toBe(101);
+    expect((await olderClosed).closed).toBe(true);
+    // Now both slots hold devices that spoke: a third is refused, and an over-cap idle socket is dropped.
+    expect((await upgrade(port, '127.0.0.9')).status).toBe(503);
+    const idle = await rawSocket(port, '127.0.0.10');
     expect((await closedWithin(idle, 2000)).closed).toBe(true);
     expect(await refusals(metrics, 'ws_connections')).toBe(2);
   });
