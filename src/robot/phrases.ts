@@ -66,3 +66,13 @@ function normalise(text: string): string {
     .replace(/[^\p{L}\p{N}']+/gu, ' ')
     .trim()} `.replace(/^ | $/g, '');
 }
+
+/** Acknowledgements spoken when a voice phrase changes the state. */
+export const STATE_ACKNOWLEDGEMENTS: Record<RobotState, string> = {
+  sleep: '😴 Good night.',
+  security: '😐 Keeping watch.',
+  story_time: '😊 Story time! What should the story be about?',
+  idle: '😊 I am here.',
+  dance: '😆 Let us dance!',
+  talk: '😊 Yes?',
+};

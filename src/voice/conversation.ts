@@ -9,7 +9,7 @@ import type { AsrProvider } from '../providers/asr/types.js';
 import type { LlmProvider } from '../providers/llm/types.js';
 import type { ChatMessage } from '../providers/openai-client.js';
 import type { TtsProvider } from '../providers/tts/types.js';
-import { matchPhrase } from '../robot/phrases.js';
+import { matchPhrase, STATE_ACKNOWLEDGEMENTS } from '../robot/phrases.js';
 import { isRobotState, type RobotState } from '../robot/states.js';
 import type { WakeWordList } from '../robot/wake-words.js';
 import type { Logger } from '../util/log.js';
@@ -24,6 +24,10 @@ import {
   type TurnEvent,
   type TurnState,
 } from './turn-machine.js';
+import type { TurnTiming } from './turn-timing.js';
+
+export type { TurnTiming };
+
 import { UPLINK_RATE, UplinkAudio } from './uplink.js';
 
 export interface ConversationOptions {
@@ -65,33 +69,6 @@ export interface ConversationDeps {
 }
 
 const SET_STATE_TOOL = 'self.robot.set_state';
-
-/** Acknowledgements spoken when a voice phrase changes the state. */
-const ACKNOWLEDGEMENTS: Record<RobotState, string> = {
-  sleep: '😴 Good night.',
-  security: '😐 Keeping watch.',
-  story_time: '😊 Story time! What should the story be about?',
-  idle: '😊 I am here.',
-  dance: '😆 Let us dance!',
-  talk: '😊 Yes?',
-};
-
-/** Stage timings of one turn (performance.now() milliseconds), for metrics and the bench. */
-export interface TurnTiming {
-  turnId: number;
-  kind: ReplyKind;
-  text: string;
-  /** The VAD (or listen stop) ended the utterance. */
-  utteranceEndAt?: number;
-  asrMs?: number;
-  sttAt?: number;
-  replyStartAt: number;
-  modelFirstTokenAt?: number;
-  ttsFirstChunkMs?: number;
-  firstAudioAt?: number;
-  endAt?: number;
-  aborted: boolean;
-}
 
 export interface ConversationEvents {
   turn: [TurnTiming];
@@ -338,7 +315,7 @@ export class Conversation extends EventEmitter<ConversationEvents> {
       if (phrase && (await this.deps.session.offersTool(SET_STATE_TOOL))) {
         this.log.info({ phrase: phrase.phrase, target: phrase.target }, 'voice phrase');
         await this.setState(phrase.target);
-        await speakText(speech, ACKNOWLEDGEMENTS[phrase.target]);
+        await speakText(speech, STATE_ACKNOWLEDGEMENTS[phrase.target]);
         if (phrase.target === 'dance' && phrase.song)
           await this.playNamedAsset(speech, phrase.song, controller.signal);
         await speech.finish();

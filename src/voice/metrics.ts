@@ -7,7 +7,7 @@ import { REFUSAL_REASONS } from '../providers/asr/recognition-queue.js';
 import type { AsrProvider } from '../providers/asr/types.js';
 import type { LimitName } from '../util/http-app.js';
 import { LATENCY_BUCKETS_SEC } from '../util/metrics.js';
-import type { TurnTiming } from './conversation.js';
+import type { TurnTiming } from './turn-timing.js';
 
 /** One turn as the bridge's dashboard and first-audio histogram receive it (POST /api/voice/turn). */
 export interface TurnReport {
